@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs optional tools used by the integration tests (currently kcat).
+# Never fatal: tests that need a missing tool skip themselves with a message.
+set -u
+
+log() { echo "test-deps: $*" >&2; }
+
+install_kcat() {
+	if command -v kcat >/dev/null 2>&1; then
+		log "kcat present: $(command -v kcat)"
+		return 0
+	fi
+	if command -v kafkacat >/dev/null 2>&1; then
+		log "kafkacat present ($(command -v kafkacat)); kcat tests will use it"
+		return 0
+	fi
+	if ! command -v apt-get >/dev/null 2>&1; then
+		log "kcat missing and apt-get unavailable; kcat tests will be skipped"
+		return 0
+	fi
+	if [ "$(id -u)" != "0" ]; then
+		log "kcat missing and not root; kcat tests will be skipped"
+		return 0
+	fi
+	log "installing kcat with apt-get"
+	export DEBIAN_FRONTEND=noninteractive
+	if ! apt-get install -y --no-install-recommends kcat >/tmp/test-deps-apt.log 2>&1; then
+		# The package lists may be missing or stale on a fresh machine.
+		apt-get update >>/tmp/test-deps-apt.log 2>&1 || true
+		if ! apt-get install -y --no-install-recommends kcat >>/tmp/test-deps-apt.log 2>&1; then
+			log "could not install kcat (see /tmp/test-deps-apt.log); kcat tests will be skipped"
+			return 0
+		fi
+	fi
+	if command -v kcat >/dev/null 2>&1; then
+		log "kcat installed: $(kcat -V 2>&1 | head -n1)"
+	else
+		log "apt-get succeeded but kcat is not on PATH; kcat tests will be skipped"
+	fi
+	return 0
+}
+
+install_kcat
+exit 0

@@ -1,0 +1,50 @@
+# weir — a Kafka-compatible broker.
+#
+#   make run     single-node broker on 127.0.0.1:9092, data in ./data
+#   make test    everything CI runs: vet, unit tests with -race, integration
+#   make bench   Go benchmarks and an end-to-end weirctl bench run
+
+GO       ?= go
+BIN      := bin
+DATA_DIR ?= ./data
+BENCH_RECORDS ?= 500000
+BENCH_RECORD_SIZE ?= 1024
+
+.PHONY: all build run test unit integration bench bench-go bench-e2e lint fmt clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/weir ./cmd/weir
+	$(GO) build -o $(BIN)/weirctl ./cmd/weirctl
+
+run: build
+	./$(BIN)/weir --data-dir $(DATA_DIR)
+
+test: lint unit integration
+
+unit:
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /integration)
+
+integration:
+	./.ci/test-deps.sh
+	$(GO) test -count=1 -timeout 15m ./integration/...
+
+bench: bench-go bench-e2e
+
+bench-go:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./log/ ./broker/ ./kafka/
+
+bench-e2e: build
+	./.ci/bench-e2e.sh $(BENCH_RECORDS) $(BENCH_RECORD_SIZE)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf $(BIN)

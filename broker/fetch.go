@@ -1,0 +1,168 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/weir-broker/weir/log"
+)
+
+// Isolation levels, as Fetch and ListOffsets encode them.
+const (
+	ReadUncommitted int8 = 0
+	ReadCommitted   int8 = 1
+)
+
+// FetchPartition is one partition of a fetch, in request order.
+type FetchPartition struct {
+	Topic       *Topic // nil: unknown; Err says how it was named
+	UnknownErr  error  // UNKNOWN_TOPIC_OR_PARTITION or UNKNOWN_TOPIC_ID when Topic is nil
+	Partition   int32
+	Offset      int64
+	MaxBytes    int32
+	LeaderEpoch int32 // current_leader_epoch, -1 to skip the check
+}
+
+// FetchRequest is a fetch after the protocol layer resolved names and IDs.
+type FetchRequest struct {
+	MaxBytes   int32
+	MinBytes   int32
+	MaxWait    time.Duration
+	Isolation  int8
+	Partitions []FetchPartition
+}
+
+// FetchResult is one partition's answer.
+type FetchResult struct {
+	Err              error
+	HighWatermark    int64
+	LastStableOffset int64
+	LogStartOffset   int64
+	Records          []byte
+}
+
+// Fetch reads the partitions with KIP-74's budget, waiting up to MaxWait
+// for MinBytes of data. out must have len(req.Partitions) elements; it is
+// filled in request order.
+//
+// The budget is Kafka's, applied in request order: each partition reads
+// at most min(its max bytes, what the response has left); while no
+// partition has returned data the read is obligatory (the first batch
+// comes back whole even if it is bigger than every limit, so consumers
+// always progress), after that every read is strict.
+func (b *Broker) Fetch(ctx context.Context, req *FetchRequest, out []FetchResult) {
+	maxBytes := req.MaxBytes
+	if cap := int32(b.props.Int("fetch_max_bytes")); maxBytes <= 0 || maxBytes > cap {
+		maxBytes = cap
+	}
+	minBytes := int(req.MinBytes)
+	if minBytes > int(maxBytes) {
+		minBytes = int(maxBytes)
+	}
+	var wake chan struct{}
+	var deadline <-chan time.Time
+	for {
+		total, failed := b.readOnce(req, maxBytes, out)
+		if total >= minBytes || failed || req.MaxWait <= 0 || ctx.Err() != nil {
+			return
+		}
+		if wake == nil {
+			// Register, then read again: an append that landed between
+			// the first read and the registration is seen by the read.
+			wake = make(chan struct{}, 1)
+			for _, fp := range req.Partitions {
+				if p, err := fp.resolve(); err == nil {
+					p.addWaiter(wake)
+					defer p.removeWaiter(wake)
+				}
+			}
+			timer := time.NewTimer(req.MaxWait)
+			defer timer.Stop()
+			deadline = timer.C
+			continue
+		}
+		select {
+		case <-wake:
+		case <-deadline:
+			b.readOnce(req, maxBytes, out)
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// readOnce makes one pass over the partitions. It reports the bytes
+// read and whether any partition failed (an error answers at once, as
+// Kafka does).
+func (b *Broker) readOnce(req *FetchRequest, maxBytes int32, out []FetchResult) (total int, failed bool) {
+	remaining := int(maxBytes)
+	obligatory := true
+	for i := range req.Partitions {
+		fp := &req.Partitions[i]
+		r := &out[i]
+		*r = FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
+		p, err := fp.resolve()
+		if err != nil {
+			r.Err, failed = err, true
+			continue
+		}
+		upTo := p.HighWatermark()
+		if req.Isolation == ReadCommitted {
+			upTo = p.LastStableOffset()
+		}
+		r.HighWatermark, r.LastStableOffset, r.LogStartOffset = p.HighWatermark(), p.LastStableOffset(), p.LogStartOffset()
+		limit := min(int(fp.MaxBytes), remaining)
+		mode := log.Strict
+		if obligatory {
+			mode = log.Obligatory
+		}
+		data, err := p.log.Read(fp.Offset, limit, mode, upTo)
+		if err != nil {
+			r.Err, failed = readError(err), true
+			continue
+		}
+		if len(data) > 0 {
+			r.Records = data
+			obligatory = false
+			total += len(data)
+			remaining = max(0, remaining-len(data))
+		}
+	}
+	return total, failed
+}
+
+func (fp *FetchPartition) resolve() (*Partition, error) {
+	if fp.Topic == nil {
+		return nil, fp.UnknownErr
+	}
+	p := fp.Topic.Partition(fp.Partition)
+	if p == nil || p.deleted.Load() {
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	// One node, one leader, epoch 0: a newer epoch than ours means the
+	// client knows something we do not yet; an older one is stale.
+	switch {
+	case fp.LeaderEpoch > 0:
+		return nil, kerr.UnknownLeaderEpoch
+	case fp.LeaderEpoch < -1:
+		return nil, kerr.FencedLeaderEpoch
+	}
+	return p, nil
+}
+
+// readError maps log errors to the per-partition codes consumers handle.
+func readError(err error) error {
+	switch {
+	case errors.Is(err, log.ErrOffsetOutOfRange):
+		return kerr.OffsetOutOfRange
+	case errors.Is(err, log.ErrClosed):
+		return kerr.NotLeaderForPartition
+	default:
+		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+	}
+}

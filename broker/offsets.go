@@ -1,0 +1,76 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/weir-broker/weir/log"
+)
+
+// Special timestamps of ListOffsets.
+const (
+	TimestampLatest        int64 = -1
+	TimestampEarliest      int64 = -2
+	TimestampMax           int64 = -3 // KIP-734
+	TimestampEarliestLocal int64 = -4 // KIP-405; without tiered storage, the log start
+)
+
+// ListOffset answers one partition of ListOffsets: the offset and
+// timestamp for a target timestamp. No match gives offset -1.
+func (b *Broker) ListOffset(p *Partition, timestamp int64, isolation int8) (offset, ts int64, err error) {
+	end := p.HighWatermark()
+	if isolation == ReadCommitted {
+		end = p.LastStableOffset()
+	}
+	switch timestamp {
+	case TimestampLatest:
+		return end, -1, nil
+	case TimestampEarliest, TimestampEarliestLocal:
+		return p.LogStartOffset(), -1, nil
+	case TimestampMax:
+		off, t, ok, err := p.log.MaxTimestamp()
+		if err != nil {
+			return -1, -1, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+		}
+		if !ok || off >= end {
+			return -1, -1, nil
+		}
+		return off, t, nil
+	}
+	if timestamp < 0 {
+		return -1, -1, fmt.Errorf("%w: timestamp %d", kerr.InvalidRequest, timestamp)
+	}
+	off, t, ok, err := p.log.OffsetForTimestamp(timestamp)
+	if err != nil {
+		return -1, -1, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+	}
+	if !ok || off >= end {
+		return -1, -1, nil
+	}
+	return off, t, nil
+}
+
+// DeleteRecords moves a partition's log start offset to offset (-1: the
+// high watermark) and returns the new low watermark.
+func (b *Broker) DeleteRecords(p *Partition, offset int64) (int64, error) {
+	if offset == -1 {
+		offset = p.HighWatermark()
+	}
+	if offset < 0 || offset > p.HighWatermark() {
+		return -1, fmt.Errorf("%w: offset %d is outside [0, %d]", kerr.OffsetOutOfRange, offset, p.HighWatermark())
+	}
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if offset <= p.log.LogStartOffset() {
+		return p.log.LogStartOffset(), nil
+	}
+	if err := p.log.DeleteRecordsBefore(offset); err != nil {
+		if errors.Is(err, log.ErrOffsetOutOfRange) {
+			return -1, kerr.OffsetOutOfRange
+		}
+		return -1, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+	}
+	return p.log.LogStartOffset(), nil
+}

@@ -1,0 +1,153 @@
+package broker
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/weir-broker/weir/log"
+)
+
+// producerWindow is how many of a producer's latest batches are
+// remembered: the clients' limit on in-flight requests per connection
+// with idempotence, so any batch a producer may retry is still known.
+const producerWindow = 5
+
+type producerBatch struct {
+	firstSeq, lastSeq int32
+	baseOffset        int64
+}
+
+type producerEntry struct {
+	epoch   int16
+	batches [producerWindow]producerBatch // ring, oldest overwritten
+	n       int                           // batches recorded, capped at producerWindow
+	next    int                           // ring slot of the next batch
+}
+
+func (e *producerEntry) last() producerBatch {
+	return e.batches[(e.next+producerWindow-1)%producerWindow]
+}
+
+func (e *producerEntry) find(first, last int32) (producerBatch, bool) {
+	for i := 0; i < e.n; i++ {
+		b := e.batches[i]
+		if b.firstSeq == first && b.lastSeq == last {
+			return b, true
+		}
+	}
+	return producerBatch{}, false
+}
+
+// producerTable is the idempotent-producer state of one partition,
+// guarded by Partition.appendMu. It is rebuilt from the log's batch
+// headers when the partition opens, so it survives restarts with the
+// data it describes.
+type producerTable struct {
+	m map[int64]*producerEntry
+}
+
+func nextSeq(s int32) int32 {
+	if s == math.MaxInt32 {
+		return 0
+	}
+	return s + 1
+}
+
+func lastSeqOf(h log.BatchHeader) int32 {
+	// Sequences wrap at MaxInt32 like the clients' counters do.
+	return int32((int64(h.BaseSequence) + int64(h.LastOffsetDelta)) % (math.MaxInt32 + 1))
+}
+
+// check decides whether the batches may be appended. It returns the base
+// offset of the original append when the request is a retry of a batch
+// already in the log.
+func (t *producerTable) check(headers []log.BatchHeader) (dupOffset int64, dup bool, err error) {
+	for i, h := range headers {
+		if h.ProducerID < 0 {
+			continue
+		}
+		if i > 0 && headers[i-1].ProducerID == h.ProducerID {
+			return 0, false, fmt.Errorf("%w: several batches of producer %d in one request", kerr.InvalidRecord, h.ProducerID)
+		}
+		e := t.m[h.ProducerID]
+		if e == nil {
+			// A producer this partition has no state for (new, or its
+			// batches were removed by retention) may start anywhere.
+			continue
+		}
+		switch {
+		case h.ProducerEpoch < e.epoch:
+			return 0, false, fmt.Errorf("%w: producer %d epoch %d is older than %d", kerr.InvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.epoch)
+		case h.ProducerEpoch > e.epoch:
+			if h.BaseSequence != 0 {
+				return 0, false, fmt.Errorf("%w: producer %d new epoch %d must start at sequence 0, not %d", kerr.OutOfOrderSequenceNumber, h.ProducerID, h.ProducerEpoch, h.BaseSequence)
+			}
+			continue
+		}
+		if b, ok := e.find(h.BaseSequence, lastSeqOf(h)); ok {
+			if len(headers) == 1 {
+				return b.baseOffset, true, nil
+			}
+			return 0, false, fmt.Errorf("%w: producer %d resent sequence %d inside a multi-batch request", kerr.DuplicateSequenceNumber, h.ProducerID, h.BaseSequence)
+		}
+		if want := nextSeq(e.last().lastSeq); h.BaseSequence != want {
+			return 0, false, fmt.Errorf("%w: producer %d sent sequence %d, expected %d", kerr.OutOfOrderSequenceNumber, h.ProducerID, h.BaseSequence, want)
+		}
+	}
+	return 0, false, nil
+}
+
+// record remembers an appended batch (BaseOffset already assigned).
+func (t *producerTable) record(h log.BatchHeader) {
+	if h.ProducerID < 0 {
+		return
+	}
+	if t.m == nil {
+		t.m = map[int64]*producerEntry{}
+	}
+	e := t.m[h.ProducerID]
+	if e == nil || h.ProducerEpoch != e.epoch {
+		e = &producerEntry{epoch: h.ProducerEpoch}
+		t.m[h.ProducerID] = e
+	}
+	e.batches[e.next] = producerBatch{firstSeq: h.BaseSequence, lastSeq: lastSeqOf(h), baseOffset: h.BaseOffset}
+	e.next = (e.next + 1) % producerWindow
+	if e.n < producerWindow {
+		e.n++
+	}
+}
+
+// rebuild replays the headers of every batch in the log.
+func (t *producerTable) rebuild(l *log.Log) error {
+	return l.Batches(l.LogStartOffset(), func(h log.BatchHeader) bool {
+		t.record(h)
+		return true
+	})
+}
+
+// producerIDs hands out producer ids. Ids are reserved in blocks written
+// to the metadata file before use, so no id is given twice across
+// restarts.
+type producerIDs struct {
+	next, reserved int64
+}
+
+const producerIDBlock = 1000
+
+// InitProducerID gives an idempotent producer a new id at epoch 0.
+func (b *Broker) InitProducerID() (id int64, epoch int16, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.producer.next >= b.producer.reserved {
+		b.producer.reserved = b.producer.next + producerIDBlock
+		if err := b.persistLocked(); err != nil {
+			b.producer.reserved = b.producer.next
+			return -1, -1, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+		}
+	}
+	id = b.producer.next
+	b.producer.next++
+	return id, 0, nil
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/weir-broker/weir/broker"
+	"github.com/weir-broker/weir/config"
+	"github.com/weir-broker/weir/kafka"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "weir:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	node, err := config.LoadNode(args, os.Environ)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(node.LogLevel)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	b, err := broker.Open(broker.Options{Node: node, Logger: logger})
+	if err != nil {
+		return fmt.Errorf("open broker: %w", err)
+	}
+	defer func() {
+		if err := b.Close(); err != nil {
+			logger.Error("closing broker", "err", err)
+		}
+	}()
+
+	reg := prometheus.NewRegistry()
+	if !b.Properties().Bool("disable_metrics") {
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	srv, err := kafka.NewServer(b, kafka.Options{
+		MaxRequestBytes: node.MaxRequestBytes,
+		AdvertisedAddr:  node.AdvertisedKafkaAddr,
+		Logger:          logger,
+		Registerer:      metricsRegisterer(b, reg),
+	})
+	if err != nil {
+		return err
+	}
+	kafkaLn, err := net.Listen("tcp", node.KafkaAddr)
+	if err != nil {
+		return fmt.Errorf("kafka listener: %w", err)
+	}
+	adminLn, err := net.Listen("tcp", node.AdminAddr)
+	if err != nil {
+		kafkaLn.Close()
+		return fmt.Errorf("admin listener: %w", err)
+	}
+	admin := &http.Server{Handler: adminHandler(b, reg), ReadHeaderTimeout: 10 * time.Second}
+
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Serve(kafkaLn) }()
+	go func() {
+		if err := admin.Serve(adminLn); !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("admin server: %w", err)
+		}
+	}()
+	logger.Info("weir started", "node_id", node.NodeID, "kafka_addr", kafkaLn.Addr().String(),
+		"admin_addr", adminLn.Addr().String(), "data_dir", node.DataDir, "cluster_id", b.ClusterID())
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	case runErr = <-errc:
+		logger.Error("server failed", "err", runErr)
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Close(shutdownCtx); err != nil {
+		logger.Warn("kafka connections did not close in time", "err", err)
+	}
+	admin.Shutdown(shutdownCtx)
+	return runErr
+}
+
+// metricsRegisterer is the registry, unless metrics are disabled.
+func metricsRegisterer(b *broker.Broker, reg *prometheus.Registry) prometheus.Registerer {
+	if b.Properties().Bool("disable_metrics") {
+		return nil
+	}
+	return reg
+}
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}

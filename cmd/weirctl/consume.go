@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+type consumeOptions struct {
+	group     string
+	offset    string
+	count     int
+	isolation string
+}
+
+func newConsumeCommand(g *globalOptions) *cobra.Command {
+	o := &consumeOptions{}
+	cmd := &cobra.Command{
+		Use:   "consume TOPIC",
+		Short: "Print records from a topic",
+		Long: "Print records (partition, offset, timestamp, key, value) from every\n" +
+			"partition of TOPIC. With -n, stops after that many records; otherwise\n" +
+			"runs until interrupted. With -g, joins the consumer group and commits\n" +
+			"exactly the records it printed; -o then only applies to partitions the\n" +
+			"group has no committed offset for. --format json prints one object per line.",
+		Example: "  weirctl consume orders -n 10\n" +
+			"  weirctl consume orders -o end -g audit --format json | jq .value",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			start, err := parseOffset(o.offset)
+			if err != nil {
+				return err
+			}
+			iso, err := parseIsolation(o.isolation)
+			if err != nil {
+				return err
+			}
+			if o.count < 0 {
+				return fmt.Errorf("--num must be >= 0, got %d", o.count)
+			}
+			topic := args[0]
+			opts := []kgo.Opt{
+				kgo.ConsumeTopics(topic),
+				kgo.ConsumeResetOffset(start),
+				kgo.FetchIsolationLevel(iso),
+			}
+			if o.group != "" {
+				// Marks rather than plain autocommit: with -n we poll
+				// past the last printed record, and committing those
+				// would silently skip them for the group's next run.
+				opts = append(opts, kgo.ConsumerGroup(o.group), kgo.AutoCommitMarks())
+			}
+			cl, err := g.newClient(opts...)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			if err := checkTopicExists(cmd.Context(), g, cl, topic); err != nil {
+				return err
+			}
+			return consumeRecords(cmd.Context(), g, cl, cmd.OutOrStdout(), o.count, o.group != "")
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.group, "group", "g", "", "consumer group to join and commit to (default: no group)")
+	f.StringVarP(&o.offset, "offset", "o", "start", "where to start: start, end, or an exact OFFSET")
+	f.IntVarP(&o.count, "num", "n", 0, "stop after this many records (0: run until interrupted)")
+	f.StringVar(&o.isolation, "isolation", "read_uncommitted", "read_committed or read_uncommitted")
+	return cmd
+}
+
+func parseOffset(s string) (kgo.Offset, error) {
+	switch strings.ToLower(s) {
+	case "start", "oldest", "beginning", "earliest":
+		return kgo.NewOffset().AtStart(), nil
+	case "end", "newest", "latest":
+		return kgo.NewOffset().AtEnd(), nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return kgo.NewOffset(), fmt.Errorf("--offset must be start, end, or a non-negative offset; got %q", s)
+	}
+	return kgo.NewOffset().At(n), nil
+}
+
+func parseIsolation(s string) (kgo.IsolationLevel, error) {
+	switch strings.ToLower(s) {
+	case "read_uncommitted", "uncommitted":
+		return kgo.ReadUncommitted(), nil
+	case "read_committed", "committed":
+		return kgo.ReadCommitted(), nil
+	}
+	return kgo.ReadUncommitted(), fmt.Errorf("--isolation must be read_committed or read_uncommitted; got %q", s)
+}
+
+// checkTopicExists turns a missing topic into an immediate error. franz-go
+// would otherwise keep refreshing metadata forever and the user would stare
+// at a silent terminal.
+func checkTopicExists(ctx context.Context, g *globalOptions, cl *kgo.Client, topic string) error {
+	_, err := topicPartitions(ctx, g, cl, topic)
+	return err
+}
+
+// topicPartitions returns the partition numbers of topic, or the Kafka error
+// that prevented loading it.
+func topicPartitions(ctx context.Context, g *globalOptions, cl *kgo.Client, topic string) ([]int32, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	details, err := kadm.NewClient(cl).ListTopicsWithInternal(ctx, topic)
+	if err != nil {
+		return nil, g.describeCallErr("loading metadata for "+topic, err)
+	}
+	d, ok := details[topic]
+	if !ok {
+		return nil, fmt.Errorf("topic %s: broker returned no metadata for it", topic)
+	}
+	if d.Err != nil {
+		return nil, fmt.Errorf("topic %s: %s", topic, statusCell(d.Err, ""))
+	}
+	return d.Partitions.Numbers(), nil
+}
+
+// consumedRecord is the JSON shape of one consumed record.
+type consumedRecord struct {
+	Topic     string  `json:"topic"`
+	Partition int32   `json:"partition"`
+	Offset    int64   `json:"offset"`
+	Timestamp string  `json:"timestamp"`
+	Key       *string `json:"key"`
+	Value     *string `json:"value"`
+}
+
+const timestampLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// recordPrinter writes records as they arrive. The table form uses fixed
+// column widths instead of tabwriter because a stream cannot be aligned
+// after the fact.
+type recordPrinter struct {
+	w          io.Writer
+	format     string
+	headerDone bool
+}
+
+const recordRowFormat = "%-9v  %-10v  %-24v  %-12v  %v\n"
+
+func (p *recordPrinter) print(r *kgo.Record) error {
+	if p.format == formatJSON {
+		return writeJSONLine(p.w, consumedRecord{
+			Topic:     r.Topic,
+			Partition: r.Partition,
+			Offset:    r.Offset,
+			Timestamp: r.Timestamp.UTC().Format(timestampLayout),
+			Key:       jsonBytes(r.Key),
+			Value:     jsonBytes(r.Value),
+		})
+	}
+	if !p.headerDone {
+		p.headerDone = true
+		if _, err := fmt.Fprintf(p.w, recordRowFormat, "PARTITION", "OFFSET", "TIMESTAMP", "KEY", "VALUE"); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintf(p.w, recordRowFormat, r.Partition, r.Offset,
+		r.Timestamp.UTC().Format(timestampLayout), displayBytes(r.Key), displayBytes(r.Value))
+	return err
+}
+
+func consumeRecords(ctx context.Context, g *globalOptions, cl *kgo.Client, out io.Writer, limit int, inGroup bool) (err error) {
+	pr := &recordPrinter{w: out, format: g.format}
+	seen := 0
+	if inGroup {
+		defer func() {
+			// The run context may already be cancelled by Ctrl-C; the
+			// commit still deserves its own bounded attempt.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.timeout)
+			defer cancel()
+			if cerr := cl.CommitMarkedOffsets(cctx); cerr != nil && err == nil {
+				err = g.describeCallErr("committing offsets", cerr)
+			}
+		}()
+	}
+	for limit == 0 || seen < limit {
+		want := -1
+		if limit > 0 {
+			want = limit - seen
+		}
+		fetches := cl.PollRecords(ctx, want)
+		if ctx.Err() != nil {
+			break
+		}
+		if fetches.IsClientClosed() {
+			return errors.New("client closed while consuming")
+		}
+		if ferr := firstFetchError(fetches); ferr != nil {
+			return ferr
+		}
+		var perr error
+		fetches.EachRecord(func(r *kgo.Record) {
+			if perr != nil {
+				return
+			}
+			if perr = pr.print(r); perr == nil {
+				seen++
+				if inGroup {
+					cl.MarkCommitRecords(r)
+				}
+			}
+		})
+		if perr != nil {
+			return perr
+		}
+	}
+	if limit > 0 && seen < limit {
+		return fmt.Errorf("interrupted after %d of %d records", seen, limit)
+	}
+	return nil
+}
+
+// firstFetchError ignores context errors, which only mean we are shutting
+// down, and names the partition for real ones since fetch errors are
+// per-partition.
+func firstFetchError(fetches kgo.Fetches) error {
+	var first error
+	fetches.EachError(func(topic string, partition int32, err error) {
+		if first != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return
+		}
+		if topic == "" {
+			// franz-go reports group-level failures without a partition.
+			first = fmt.Errorf("consumer group: %s", statusCell(err, ""))
+			return
+		}
+		first = fmt.Errorf("fetching %s/%d: %s", topic, partition, statusCell(err, ""))
+	})
+	return first
+}

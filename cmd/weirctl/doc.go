@@ -1,0 +1,28 @@
+// Command weirctl is the administrative CLI for weir, a Kafka-compatible
+// broker. It plays the role rpk plays for Redpanda: topic administration,
+// ad-hoc producing and consuming, and quick throughput/latency benchmarks.
+//
+// Everything speaks the plain Kafka protocol through franz-go, so weirctl
+// works against any Kafka-compatible cluster, not only weir. That is
+// deliberate: when weirctl and another Kafka tool disagree about a weir
+// broker, the broker is the suspect, not a private admin API.
+//
+// Command tree:
+//
+//	weirctl topic create NAME... [-p partitions] [-r replicas] [-c key=value]... [--dry-run]
+//	weirctl topic list
+//	weirctl topic describe NAME
+//	weirctl topic delete NAME...
+//	weirctl produce TOPIC [-k key] [-p partition] [--value V] [--compression C] [--acks A]
+//	weirctl consume TOPIC [-g group] [-o start|end|OFFSET] [-n count] [--isolation L]
+//	weirctl bench produce TOPIC --records N [--record-size B] [--partitions P] ...
+//	weirctl bench consume TOPIC --records N [--consumers C] ...
+//
+// Global flags: --brokers (or WEIR_BROKERS), --format table|json, --timeout.
+//
+// Output contract: with --format json, stdout carries only JSON. One-shot
+// commands print a single document; produce and consume stream one object
+// per line (JSON Lines) so that they can be piped while still running.
+// Diagnostics and bench progress always go to stderr. Any failure, including
+// a per-topic or per-record Kafka error, makes the exit status non-zero.
+package main

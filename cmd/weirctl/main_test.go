@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// run executes one command tree in-process, the way the binary would.
+func run(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	root := newRootCommand(&out)
+	root.SetErr(&errOut)
+	root.SetIn(strings.NewReader(stdin))
+	root.SetArgs(args)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = root.ExecuteContext(ctx)
+	return out.String(), errOut.String(), err
+}
+
+func wantErrContains(t *testing.T, err error, sub string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("want error containing %q, got nil", sub)
+	}
+	if !strings.Contains(err.Error(), sub) {
+		t.Fatalf("want error containing %q, got %q", sub, err)
+	}
+}
+
+func TestParseBrokers(t *testing.T) {
+	got, err := parseBrokers(" a:1, b:2,,c:3 ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, "|") != "a:1|b:2|c:3" {
+		t.Fatalf("got %q", got)
+	}
+	if _, err := parseBrokers(" , "); err == nil {
+		t.Fatal("want error for empty list")
+	}
+	if _, err := parseBrokers("localhost"); err == nil {
+		t.Fatal("want error for missing port")
+	}
+}
+
+func TestGlobalFlagValidation(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad format", []string{"--format", "xml", "topic", "list"}, "--format"},
+		{"zero timeout", []string{"--timeout", "0s", "topic", "list"}, "--timeout"},
+		{"bad broker", []string{"--brokers", "nohostport", "topic", "list"}, "missing port"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := run(t, "", tc.args...)
+			wantErrContains(t, err, tc.want)
+		})
+	}
+}
+
+func TestBrokersFromEnvironment(t *testing.T) {
+	// A broken env value proves the variable is read...
+	t.Setenv(brokersEnv, "envhost-without-port")
+	_, _, err := run(t, "", "topic", "create", "x", "-p", "0")
+	wantErrContains(t, err, "envhost-without-port")
+
+	// ...and an explicit flag overrides it: the run gets past broker
+	// parsing and fails on the local partitions check instead.
+	_, _, err = run(t, "", "--brokers", "127.0.0.1:1", "topic", "create", "x", "-p", "0")
+	wantErrContains(t, err, "--partitions")
+}
+
+func TestUnreachableBrokerFailsWithinTimeout(t *testing.T) {
+	// Port 1 on loopback is closed, so every dial is refused at once.
+	start := time.Now()
+	_, _, err := run(t, "", "--brokers", "127.0.0.1:1", "--timeout", "700ms", "topic", "list")
+	if err == nil {
+		t.Fatal("want an error against a closed port")
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("took %s, want about --timeout", el)
+	}
+	if !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Fatalf("error should name the broker tried: %v", err)
+	}
+}
+
+func TestArgumentCounts(t *testing.T) {
+	for _, args := range [][]string{
+		{"topic", "create"},
+		{"topic", "describe"},
+		{"topic", "describe", "a", "b"},
+		{"topic", "delete"},
+		{"topic", "list", "extra"},
+		{"produce"},
+		{"consume"},
+		{"bench", "produce"},
+	} {
+		if _, _, err := run(t, "", args...); err == nil {
+			t.Errorf("%v: want an argument error", args)
+		}
+	}
+}
+
+func TestCommandFlagValidation(t *testing.T) {
+	b := []string{"--brokers", "127.0.0.1:1"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"topic", "create", "t", "-c", "novalue"}, "key=value"},
+		{[]string{"topic", "create", "t", "-r", "0"}, "--replicas"},
+		{[]string{"produce", "t", "--compression", "brotli"}, "--compression"},
+		{[]string{"produce", "t", "--acks", "2"}, "--acks"},
+		{[]string{"produce", "t", "-p", "-5"}, "--partition"},
+		{[]string{"consume", "t", "-o", "yesterday"}, "--offset"},
+		{[]string{"consume", "t", "--isolation", "serializable"}, "--isolation"},
+		{[]string{"consume", "t", "-n", "-1"}, "--num"},
+		{[]string{"bench", "produce", "t"}, "records"},
+		{[]string{"bench", "produce", "t", "--records", "0"}, "--records"},
+		{[]string{"bench", "produce", "t", "--records", "5", "--record-size", "-1"}, "--record-size"},
+		{[]string{"bench", "produce", "t", "--records", "5", "--compression", "xz"}, "--compression"},
+		{[]string{"bench", "consume", "t", "--records", "5", "--consumers", "0"}, "--consumers"},
+		{[]string{"bench", "consume", "t", "--records", "5", "-o", "nope"}, "--offset"},
+	} {
+		_, _, err := run(t, "", append(b, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: want error mentioning %q, got %v", tc.args, tc.want, err)
+		}
+	}
+}

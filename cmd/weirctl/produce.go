@@ -1,0 +1,298 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+type produceOptions struct {
+	key         string
+	partition   int32
+	value       string
+	compression string
+	acks        string
+}
+
+func newProduceCommand(g *globalOptions) *cobra.Command {
+	o := &produceOptions{}
+	cmd := &cobra.Command{
+		Use:   "produce TOPIC",
+		Short: "Produce records, one per stdin line",
+		Long: "Produce one record per line read from stdin (the trailing newline is not\n" +
+			"part of the value; empty lines become empty records), or a single record\n" +
+			"given with --value. For each record, prints partition@offset in input\n" +
+			"order, or one JSON object per line with --format json. With --acks 0\n" +
+			"the broker reports nothing back, so the offset prints as -1.",
+		Example: "  printf 'a\\nb\\n' | weirctl produce orders -k customer-7\n" +
+			"  weirctl produce orders --value hello -p 0 --acks 1 --compression zstd",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			codec, err := parseCompression(o.compression)
+			if err != nil {
+				return err
+			}
+			acks, err := parseAcks(o.acks)
+			if err != nil {
+				return err
+			}
+			if o.partition < -1 {
+				return fmt.Errorf("--partition must be >= 0 (or -1 to let the partitioner choose), got %d", o.partition)
+			}
+			var key []byte
+			if cmd.Flags().Changed("key") {
+				key = []byte(o.key)
+			}
+			var in io.Reader = cmd.InOrStdin()
+			if cmd.Flags().Changed("value") {
+				// Appending the newline lets --value share the line path,
+				// so both inputs get identical record semantics.
+				in = strings.NewReader(o.value + "\n")
+			}
+			opts := g.producerOpts(codec, acks)
+			opts = append(opts, kgo.DefaultProduceTopic(args[0]))
+			if o.partition >= 0 {
+				opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			}
+			cl, err := g.newClient(opts...)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			return produceLines(cmd.Context(), g, cl, in, cmd.OutOrStdout(), cmd.ErrOrStderr(), key, o.partition, acks)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.key, "key", "k", "", "key for every record (default: no key)")
+	f.Int32VarP(&o.partition, "partition", "p", -1, "partition to produce to (-1: partitioner chooses)")
+	f.StringVar(&o.value, "value", "", "produce this single value instead of reading stdin")
+	f.StringVar(&o.compression, "compression", "none", "batch compression: none, gzip, snappy, lz4, zstd")
+	f.StringVar(&o.acks, "acks", "-1", "required acks: -1 (all), 1 (leader), 0 (none)")
+	return cmd
+}
+
+// producerOpts is shared with bench so that both measure the same client
+// configuration for the same flags.
+func (g *globalOptions) producerOpts(codec kgo.CompressionCodec, acks kgo.Acks) []kgo.Opt {
+	// franz-go refuses record timeouts under a second; a shorter --timeout
+	// still bounds the request itself.
+	recordTimeout := max(g.timeout, time.Second)
+	opts := []kgo.Opt{
+		kgo.ProducerBatchCompression(codec),
+		kgo.RequiredAcks(acks),
+		kgo.RecordDeliveryTimeout(recordTimeout),
+		kgo.ProduceRequestTimeout(max(g.timeout, 100*time.Millisecond)),
+	}
+	// Idempotence requires acks=all; franz-go rejects the combination
+	// otherwise, so weaker acks imply plain (non-idempotent) writes.
+	if acks != kgo.AllISRAcks() {
+		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
+	return opts
+}
+
+func parseCompression(s string) (kgo.CompressionCodec, error) {
+	switch strings.ToLower(s) {
+	case "none", "":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.NoCompression(), fmt.Errorf("--compression must be one of none, gzip, snappy, lz4, zstd; got %q", s)
+}
+
+func parseAcks(s string) (kgo.Acks, error) {
+	switch strings.ToLower(s) {
+	case "-1", "all":
+		return kgo.AllISRAcks(), nil
+	case "1", "leader":
+		return kgo.LeaderAck(), nil
+	case "0", "none":
+		return kgo.NoAck(), nil
+	}
+	return kgo.AllISRAcks(), fmt.Errorf("--acks must be -1 (all), 1 or 0; got %q", s)
+}
+
+// produceResult is the JSON shape of one produced record.
+type produceResult struct {
+	Line         int    `json:"line"`
+	Topic        string `json:"topic"`
+	Partition    int32  `json:"partition"`
+	Offset       int64  `json:"offset"`
+	Error        string `json:"error,omitempty"`
+	ErrorMessage string `json:"error_message,omitempty"`
+}
+
+// inOrder releases results in input order. Promises fire per partition, so
+// without it, output lines would not line up with input lines whenever
+// records spread across partitions.
+type inOrder struct {
+	mu      sync.Mutex
+	next    int
+	pending map[int]produceResult
+	emit    func(produceResult)
+}
+
+func newInOrder(emit func(produceResult)) *inOrder {
+	return &inOrder{pending: make(map[int]produceResult), emit: emit}
+}
+
+func (o *inOrder) done(i int, r produceResult) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.pending[i] = r
+	for {
+		r, ok := o.pending[o.next]
+		if !ok {
+			return
+		}
+		delete(o.pending, o.next)
+		o.emit(r)
+		o.next++
+	}
+}
+
+// readLines feeds lines to a channel so that the produce loop can stop on
+// Ctrl-C even while a terminal read is blocked.
+func readLines(ctx context.Context, in io.Reader, lines chan<- []byte, errc chan<- error) {
+	defer close(lines)
+	br := bufio.NewReaderSize(in, 64<<10)
+	for {
+		// ReadBytes has no line-length cap, unlike bufio.Scanner, so one
+		// huge record is limited only by what the broker accepts.
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			select {
+			case lines <- trimEOL(line):
+			case <-ctx.Done():
+				return
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				errc <- fmt.Errorf("reading input: %w", err)
+			}
+			return
+		}
+	}
+}
+
+// trimEOL drops one line terminator, accepting CRLF so files written on
+// Windows do not grow a stray \r on every value.
+func trimEOL(b []byte) []byte {
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	return bytes.TrimSuffix(b, []byte("\r"))
+}
+
+func produceLines(ctx context.Context, g *globalOptions, cl *kgo.Client, in io.Reader, out, errOut io.Writer, key []byte, partition int32, acks kgo.Acks) error {
+	var (
+		failMu   sync.Mutex
+		failed   int
+		firstErr error
+		writeErr error
+	)
+	ordered := newInOrder(func(r produceResult) {
+		if writeErr != nil {
+			return
+		}
+		switch {
+		case g.format == formatJSON:
+			writeErr = writeJSONLine(out, r)
+		case r.Error != "":
+			fmt.Fprintf(errOut, "line %d: %s\n", r.Line, joinErr(r.Error, r.ErrorMessage))
+		default:
+			_, writeErr = fmt.Fprintf(out, "%d@%d\n", r.Partition, r.Offset)
+		}
+	})
+
+	lines := make(chan []byte, 128)
+	readErr := make(chan error, 1)
+	go readLines(ctx, in, lines, readErr)
+
+	n := 0
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case line, ok := <-lines:
+			if !ok {
+				break loop
+			}
+			i := n
+			n++
+			rec := &kgo.Record{Key: key, Value: line, Partition: partition}
+			cl.Produce(ctx, rec, func(r *kgo.Record, err error) {
+				res := produceResult{Line: i + 1, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
+				if acks == kgo.NoAck() {
+					// With acks=0 the broker never says where the record
+					// landed; franz-go leaves 0, which would look real.
+					res.Offset = -1
+				}
+				if err != nil {
+					res.Error = kafkaErrName(err)
+					res.ErrorMessage = kafkaErrDetail(err, "")
+					res.Partition, res.Offset = -1, -1
+					failMu.Lock()
+					failed++
+					if firstErr == nil {
+						firstErr = err
+					}
+					failMu.Unlock()
+				}
+				ordered.done(i, res)
+			})
+		}
+	}
+
+	// Flush even after Ctrl-C: records already handed to the client should
+	// get a definite outcome printed rather than vanish silently.
+	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(g.timeout, time.Second)+time.Second)
+	defer cancel()
+	if err := cl.Flush(flushCtx); err != nil {
+		return g.describeCallErr("flushing records", err)
+	}
+
+	select {
+	case err := <-readErr:
+		return err
+	default:
+	}
+	ordered.mu.Lock()
+	werr := writeErr
+	ordered.mu.Unlock()
+	if werr != nil {
+		return werr
+	}
+	failMu.Lock()
+	defer failMu.Unlock()
+	if failed > 0 {
+		return fmt.Errorf("%d of %d records failed; first error: %s", failed, n, statusCell(firstErr, ""))
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted after %d records", n)
+	}
+	return nil
+}
+
+func joinErr(name, msg string) string {
+	if msg == "" || msg == name {
+		return name
+	}
+	return name + ": " + msg
+}

@@ -1,0 +1,495 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func newTopicCommand(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "topic",
+		Short: "Create, list, describe and delete topics",
+	}
+	cmd.AddCommand(
+		newTopicCreateCommand(g),
+		newTopicListCommand(g),
+		newTopicDescribeCommand(g),
+		newTopicDeleteCommand(g),
+	)
+	return cmd
+}
+
+// withAdmin runs fn with an admin client whose context and server-side
+// timeouts both come from --timeout, so the broker gives up on e.g. a slow
+// CreateTopics at the same moment the CLI would.
+func (g *globalOptions) withAdmin(ctx context.Context, fn func(context.Context, *kadm.Client) error) error {
+	cl, err := g.newClient()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(int32(g.timeout.Milliseconds()))
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	return fn(ctx, adm)
+}
+
+type topicCreateOptions struct {
+	partitions int32
+	replicas   int16
+	configs    []string
+	dryRun     bool
+}
+
+// topicResult is the JSON shape for create and delete; one per topic so a
+// script can see exactly which names failed in a multi-topic call.
+type topicResult struct {
+	Topic        string `json:"topic"`
+	ID           string `json:"id,omitempty"`
+	Partitions   int32  `json:"partitions,omitempty"`
+	Replicas     int16  `json:"replicas,omitempty"`
+	DryRun       bool   `json:"dry_run,omitempty"`
+	Error        string `json:"error,omitempty"`
+	ErrorMessage string `json:"error_message,omitempty"`
+}
+
+func newTopicCreateCommand(g *globalOptions) *cobra.Command {
+	o := &topicCreateOptions{}
+	cmd := &cobra.Command{
+		Use:   "create NAME...",
+		Short: "Create topics",
+		Long: "Create one or more topics. -1 for partitions or replicas asks the broker\n" +
+			"for its default. --dry-run asks the broker to validate without creating.",
+		Example: "  weirctl topic create orders -p 6 -r 1 -c retention.ms=86400000 -c cleanup.policy=compact",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			configs, err := parseConfigs(o.configs)
+			if err != nil {
+				return err
+			}
+			if err := validateCreateCounts(o.partitions, o.replicas); err != nil {
+				return err
+			}
+			return g.withAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
+				create := adm.CreateTopics
+				if o.dryRun {
+					create = adm.ValidateCreateTopics
+				}
+				resps, err := create(ctx, o.partitions, o.replicas, configs, args...)
+				if err != nil {
+					return g.describeCallErr("create topics", err)
+				}
+				return printCreateResults(cmd.OutOrStdout(), g.format, args, resps, o.dryRun)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.Int32VarP(&o.partitions, "partitions", "p", -1, "partitions per topic (-1: broker default)")
+	f.Int16VarP(&o.replicas, "replicas", "r", -1, "replication factor (-1: broker default)")
+	f.StringArrayVarP(&o.configs, "config", "c", nil, "topic config key=value (repeatable)")
+	f.BoolVar(&o.dryRun, "dry-run", false, "validate only; do not create")
+	return cmd
+}
+
+func validateCreateCounts(partitions int32, replicas int16) error {
+	if partitions == 0 || partitions < -1 {
+		return fmt.Errorf("--partitions must be positive or -1, got %d", partitions)
+	}
+	if replicas == 0 || replicas < -1 {
+		return fmt.Errorf("--replicas must be positive or -1, got %d", replicas)
+	}
+	return nil
+}
+
+// parseConfigs rejects malformed pairs locally: the broker would otherwise
+// receive e.g. a config named "retention.ms" with a nil value, which Kafka
+// treats as "use the default" and silently ignores the user's intent.
+func parseConfigs(pairs []string) (map[string]*string, error) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]*string, len(pairs))
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("config %q: want key=value", p)
+		}
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("config %q given more than once", k)
+		}
+		out[k] = kadm.StringPtr(v)
+	}
+	return out, nil
+}
+
+func printCreateResults(w io.Writer, format string, names []string, resps kadm.CreateTopicResponses, dry bool) error {
+	results := make([]topicResult, 0, len(names))
+	failed := 0
+	for _, name := range names {
+		r, ok := resps[name]
+		res := topicResult{Topic: name, DryRun: dry}
+		switch {
+		case !ok:
+			res.Error = "MISSING_RESPONSE"
+			res.ErrorMessage = "broker did not answer for this topic"
+		case r.Err != nil:
+			res.Error = kafkaErrName(r.Err)
+			res.ErrorMessage = kafkaErrDetail(r.Err, r.ErrMessage)
+		default:
+			res.ID = formatTopicID(r.ID)
+			res.Partitions = r.NumPartitions
+			res.Replicas = r.ReplicationFactor
+		}
+		if res.Error != "" {
+			failed++
+		}
+		results = append(results, res)
+	}
+	if err := emitTopicResults(w, format, results, dry); err != nil {
+		return err
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d topics failed", failed, len(names))
+	}
+	return nil
+}
+
+func emitTopicResults(w io.Writer, format string, results []topicResult, dry bool) error {
+	if format == formatJSON {
+		return writeJSON(w, results)
+	}
+	t := newTable("TOPIC", "STATUS")
+	for _, r := range results {
+		status := "OK"
+		if r.Error != "" {
+			status = r.Error
+			if r.ErrorMessage != "" && r.ErrorMessage != r.Error {
+				status += ": " + r.ErrorMessage
+			}
+		} else if dry {
+			status = "OK (dry run, not created)"
+		}
+		t.row(r.Topic, status)
+	}
+	return t.write(w)
+}
+
+// topicSummary is the JSON shape of one line of `topic list`.
+type topicSummary struct {
+	Name       string `json:"name"`
+	Partitions int    `json:"partitions"`
+	Replicas   int    `json:"replicas"`
+	ID         string `json:"id"`
+	Internal   bool   `json:"internal,omitempty"`
+}
+
+func newTopicListCommand(g *globalOptions) *cobra.Command {
+	var internal bool
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List topics",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
+				list := adm.ListTopics
+				if internal {
+					list = adm.ListTopicsWithInternal
+				}
+				details, err := list(ctx)
+				if err != nil {
+					return g.describeCallErr("list topics", err)
+				}
+				return printTopicList(cmd.OutOrStdout(), g.format, details)
+			})
+		},
+	}
+	cmd.Flags().BoolVarP(&internal, "internal", "i", false, "include internal topics")
+	return cmd
+}
+
+func printTopicList(w io.Writer, format string, details kadm.TopicDetails) error {
+	summaries := make([]topicSummary, 0, len(details))
+	var loadErrs []string
+	for _, d := range details.Sorted() {
+		if d.Err != nil {
+			loadErrs = append(loadErrs, d.Topic+": "+kafkaErrName(d.Err))
+			continue
+		}
+		summaries = append(summaries, topicSummary{
+			Name:       d.Topic,
+			Partitions: len(d.Partitions),
+			Replicas:   d.Partitions.NumReplicas(),
+			ID:         formatTopicID(d.ID),
+			Internal:   d.IsInternal,
+		})
+	}
+	var err error
+	if format == formatJSON {
+		err = writeJSON(w, summaries)
+	} else {
+		t := newTable("NAME", "PARTITIONS", "REPLICAS", "ID")
+		for _, s := range summaries {
+			t.row(s.Name, s.Partitions, s.Replicas, s.ID)
+		}
+		err = t.write(w)
+	}
+	if err != nil {
+		return err
+	}
+	if len(loadErrs) > 0 {
+		return fmt.Errorf("could not load %d topics: %s", len(loadErrs), strings.Join(loadErrs, ", "))
+	}
+	return nil
+}
+
+type partitionInfo struct {
+	Partition      int32   `json:"partition"`
+	Leader         int32   `json:"leader"`
+	LeaderEpoch    int32   `json:"leader_epoch"`
+	Replicas       []int32 `json:"replicas"`
+	ISR            []int32 `json:"isr"`
+	LogStartOffset int64   `json:"log_start_offset"`
+	HighWatermark  int64   `json:"high_watermark"`
+	Error          string  `json:"error,omitempty"`
+}
+
+type configInfo struct {
+	Name      string  `json:"name"`
+	Value     *string `json:"value"`
+	Source    string  `json:"source"`
+	Sensitive bool    `json:"sensitive,omitempty"`
+}
+
+type topicDescription struct {
+	Name       string          `json:"name"`
+	ID         string          `json:"id"`
+	Internal   bool            `json:"internal"`
+	Partitions []partitionInfo `json:"partitions"`
+	Configs    []configInfo    `json:"configs"`
+}
+
+func newTopicDescribeCommand(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:     "describe NAME",
+		Aliases: []string{"info"},
+		Short:   "Show a topic's partitions, offsets and configs",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
+				desc, err := describeTopic(ctx, g, adm, args[0])
+				if err != nil {
+					return err
+				}
+				return printTopicDescription(cmd.OutOrStdout(), g.format, desc)
+			})
+		},
+	}
+}
+
+func describeTopic(ctx context.Context, g *globalOptions, adm *kadm.Client, name string) (*topicDescription, error) {
+	details, err := adm.ListTopicsWithInternal(ctx, name)
+	if err != nil {
+		return nil, g.describeCallErr("describe "+name, err)
+	}
+	d, ok := details[name]
+	if !ok {
+		return nil, fmt.Errorf("describe %s: broker returned no metadata for it", name)
+	}
+	if d.Err != nil {
+		return nil, fmt.Errorf("describe %s: %s", name, statusCell(d.Err, ""))
+	}
+	starts, err := adm.ListStartOffsets(ctx, name)
+	if err != nil {
+		return nil, g.describeCallErr("list log start offsets", err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, name)
+	if err != nil {
+		return nil, g.describeCallErr("list high watermarks", err)
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, name)
+	if err != nil {
+		return nil, g.describeCallErr("describe configs", err)
+	}
+	rc, err := rcs.On(name, nil)
+	if err != nil {
+		return nil, fmt.Errorf("describe configs of %s: %s", name, statusCell(err, ""))
+	}
+	if rc.Err != nil {
+		return nil, fmt.Errorf("describe configs of %s: %s", name, statusCell(rc.Err, rc.ErrMessage))
+	}
+
+	desc := &topicDescription{
+		Name:       name,
+		ID:         formatTopicID(d.ID),
+		Internal:   d.IsInternal,
+		Partitions: []partitionInfo{},
+		Configs:    []configInfo{},
+	}
+	for _, p := range d.Partitions.Sorted() {
+		pi := partitionInfo{
+			Partition:      p.Partition,
+			Leader:         p.Leader,
+			LeaderEpoch:    p.LeaderEpoch,
+			Replicas:       nonNil(p.Replicas),
+			ISR:            nonNil(p.ISR),
+			LogStartOffset: -1,
+			HighWatermark:  -1,
+		}
+		var errs []string
+		if p.Err != nil {
+			errs = append(errs, kafkaErrName(p.Err))
+		}
+		if o, ok := starts.Lookup(name, p.Partition); ok {
+			if o.Err != nil {
+				errs = append(errs, "log start: "+kafkaErrName(o.Err))
+			} else {
+				pi.LogStartOffset = o.Offset
+			}
+		}
+		if o, ok := ends.Lookup(name, p.Partition); ok {
+			if o.Err != nil {
+				errs = append(errs, "high watermark: "+kafkaErrName(o.Err))
+			} else {
+				pi.HighWatermark = o.Offset
+			}
+		}
+		pi.Error = strings.Join(errs, "; ")
+		desc.Partitions = append(desc.Partitions, pi)
+	}
+	for _, c := range rc.Configs {
+		desc.Configs = append(desc.Configs, configInfo{
+			Name:      c.Key,
+			Value:     c.Value,
+			Source:    configSourceName(c.Source),
+			Sensitive: c.Sensitive,
+		})
+	}
+	sort.Slice(desc.Configs, func(i, j int) bool { return desc.Configs[i].Name < desc.Configs[j].Name })
+	return desc, nil
+}
+
+// nonNil keeps JSON arrays as [] rather than null, which saves every script
+// a null check.
+func nonNil(s []int32) []int32 {
+	if s == nil {
+		return []int32{}
+	}
+	return s
+}
+
+func configSourceName(s kmsg.ConfigSource) string {
+	switch s {
+	case kmsg.ConfigSourceDynamicTopicConfig:
+		return "topic"
+	case kmsg.ConfigSourceDynamicBrokerConfig:
+		return "dynamic-broker"
+	case kmsg.ConfigSourceDynamicDefaultBrokerConfig:
+		return "dynamic-default-broker"
+	case kmsg.ConfigSourceStaticBrokerConfig:
+		return "static-broker"
+	case kmsg.ConfigSourceDefaultConfig:
+		return "default"
+	case kmsg.ConfigSourceDynamicBrokerLoggerConfig:
+		return "broker-logger"
+	default:
+		return "unknown"
+	}
+}
+
+func printTopicDescription(w io.Writer, format string, d *topicDescription) error {
+	if format == formatJSON {
+		return writeJSON(w, d)
+	}
+	summary := newTable()
+	summary.row("NAME", d.Name)
+	summary.row("ID", d.ID)
+	summary.row("INTERNAL", d.Internal)
+	summary.row("PARTITIONS", len(d.Partitions))
+	if len(d.Partitions) > 0 {
+		summary.row("REPLICAS", len(d.Partitions[0].Replicas))
+	}
+	if err := summary.write(w); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(w)
+	parts := newTable("PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "LOG-START-OFFSET", "HIGH-WATERMARK", "ERROR")
+	for _, p := range d.Partitions {
+		parts.row(p.Partition, p.Leader, p.LeaderEpoch, p.Replicas, p.ISR, p.LogStartOffset, p.HighWatermark, p.Error)
+	}
+	if err := parts.write(w); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(w)
+	cfgs := newTable("CONFIG", "VALUE", "SOURCE")
+	for _, c := range d.Configs {
+		v := "<null>"
+		switch {
+		case c.Sensitive:
+			v = "<sensitive>"
+		case c.Value != nil:
+			v = *c.Value
+		}
+		cfgs.row(c.Name, v, c.Source)
+	}
+	return cfgs.write(w)
+}
+
+func newTopicDeleteCommand(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:     "delete NAME...",
+		Aliases: []string{"rm"},
+		Short:   "Delete topics",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
+				resps, err := adm.DeleteTopics(ctx, args...)
+				if err != nil {
+					return g.describeCallErr("delete topics", err)
+				}
+				return printDeleteResults(cmd.OutOrStdout(), g.format, args, resps)
+			})
+		},
+	}
+}
+
+func printDeleteResults(w io.Writer, format string, names []string, resps kadm.DeleteTopicResponses) error {
+	results := make([]topicResult, 0, len(names))
+	failed := 0
+	for _, name := range names {
+		res := topicResult{Topic: name}
+		r, ok := resps[name]
+		switch {
+		case !ok:
+			res.Error = "MISSING_RESPONSE"
+			res.ErrorMessage = "broker did not answer for this topic"
+		case r.Err != nil:
+			res.Error = kafkaErrName(r.Err)
+			res.ErrorMessage = kafkaErrDetail(r.Err, r.ErrMessage)
+		default:
+			res.ID = formatTopicID(r.ID)
+		}
+		if res.Error != "" {
+			failed++
+		}
+		results = append(results, res)
+	}
+	if err := emitTopicResults(w, format, results, false); err != nil {
+		return err
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d topics failed", failed, len(names))
+	}
+	return nil
+}

@@ -1,0 +1,178 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/providers/env/v2"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/providers/posflag"
+	"github.com/knadh/koanf/v2"
+	"github.com/spf13/pflag"
+)
+
+// Node is the configuration of one broker process.
+type Node struct {
+	NodeID              int32  `koanf:"node_id"`
+	DataDir             string `koanf:"data_dir"`
+	KafkaAddr           string `koanf:"kafka_addr"`
+	AdvertisedKafkaAddr string `koanf:"advertised_kafka_addr"`
+	AdminAddr           string `koanf:"admin_addr"`
+	RPCAddr             string `koanf:"rpc_addr"`
+	Rack                string `koanf:"rack"`
+	LogLevel            string `koanf:"log_level"`
+
+	// MaxRequestBytes is Kafka's socket.request.max.bytes: a frame whose
+	// size prefix is larger closes the connection before anything is
+	// allocated for it.
+	MaxRequestBytes int32 `koanf:"max_request_bytes"`
+
+	// Cluster holds initial values of cluster properties, applied when
+	// the cluster is first created on this node's data directory.
+	Cluster map[string]string `koanf:"cluster"`
+}
+
+// DefaultNode is a single-node broker on loopback with data in ./data.
+func DefaultNode() map[string]any {
+	return map[string]any{
+		"node_id":               0,
+		"data_dir":              "./data",
+		"kafka_addr":            "127.0.0.1:9092",
+		"advertised_kafka_addr": "",
+		"admin_addr":            "127.0.0.1:9644",
+		"rpc_addr":              "127.0.0.1:33145",
+		"rack":                  "",
+		"log_level":             "info",
+		"max_request_bytes":     100 << 20,
+	}
+}
+
+// nodeFlags maps flag names (hyphenated, as people type them) to config
+// keys (underscored, as YAML and env spell them).
+func nodeFlags() []nodeFlag {
+	return []nodeFlag{
+		{"node-id", "node_id", "broker id, unique in the cluster"},
+		{"data-dir", "data_dir", "directory holding this broker's data"},
+		{"kafka-addr", "kafka_addr", "Kafka listener address"},
+		{"advertised-kafka-addr", "advertised_kafka_addr", "Kafka address given to clients (default: kafka-addr)"},
+		{"admin-addr", "admin_addr", "admin HTTP API address"},
+		{"rpc-addr", "rpc_addr", "internal RPC address"},
+		{"rack", "rack", "rack or zone of this broker"},
+		{"log-level", "log_level", "debug, info, warn or error"},
+	}
+}
+
+type nodeFlag struct{ flag, key, usage string }
+
+// NodeFlagSet declares the node's command-line flags.
+func NodeFlagSet(name string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.String("config", "", "YAML config file")
+	for _, f := range nodeFlags() {
+		fs.String(f.flag, "", f.usage)
+	}
+	fs.StringArray("set", nil, "override any config key: --set key=value (cluster.<property> for cluster properties)")
+	return fs
+}
+
+// LoadNode parses args and builds the node config: defaults < YAML file <
+// WEIR_ environment < flags. environ is os.Environ in production.
+func LoadNode(args []string, environ func() []string) (Node, error) {
+	fs := NodeFlagSet("weir")
+	if err := fs.Parse(args); err != nil {
+		return Node{}, err
+	}
+	k := koanf.New(".")
+	if err := k.Load(confmap.Provider(DefaultNode(), "."), nil); err != nil {
+		return Node{}, fmt.Errorf("defaults: %w", err)
+	}
+	if path, _ := fs.GetString("config"); path != "" {
+		if _, err := os.Stat(path); err != nil {
+			return Node{}, fmt.Errorf("config file: %w", err)
+		}
+		if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
+			return Node{}, fmt.Errorf("config file %s: %w", path, err)
+		}
+	}
+	envProvider := env.Provider(".", env.Opt{
+		Prefix: "WEIR_",
+		// WEIR_KAFKA_ADDR -> kafka_addr; WEIR_CLUSTER__AUTO_CREATE_TOPICS_ENABLED
+		// -> cluster.auto_create_topics_enabled.
+		TransformFunc: func(k, v string) (string, any) {
+			k = strings.ToLower(strings.TrimPrefix(k, "WEIR_"))
+			return strings.ReplaceAll(k, "__", "."), v
+		},
+		EnvironFunc: environ,
+	})
+	if err := k.Load(envProvider, nil); err != nil {
+		return Node{}, fmt.Errorf("environment: %w", err)
+	}
+	if err := k.Load(posflag.ProviderWithFlag(fs, ".", nil, func(f *pflag.Flag) (string, any) {
+		for _, nf := range nodeFlags() {
+			if nf.flag == f.Name {
+				return nf.key, posflag.FlagVal(fs, f)
+			}
+		}
+		return "", nil // --config and --set are handled separately
+	}), nil); err != nil {
+		return Node{}, fmt.Errorf("flags: %w", err)
+	}
+	sets, _ := fs.GetStringArray("set")
+	for _, s := range sets {
+		key, value, ok := strings.Cut(s, "=")
+		if !ok || key == "" {
+			return Node{}, fmt.Errorf("--set %q: want key=value", s)
+		}
+		if err := k.Set(key, value); err != nil {
+			return Node{}, fmt.Errorf("--set %q: %w", s, err)
+		}
+	}
+	return unmarshalNode(k)
+}
+
+func unmarshalNode(k *koanf.Koanf) (Node, error) {
+	var n Node
+	if err := k.Unmarshal("", &n); err != nil {
+		return Node{}, fmt.Errorf("config: %w", err)
+	}
+	// YAML gives cluster property values their own types (bool, int);
+	// properties are parsed by the registry, so keep their text.
+	n.Cluster = map[string]string{}
+	for key, v := range k.Cut("cluster").All() {
+		n.Cluster[key] = fmt.Sprint(v)
+	}
+	if n.AdvertisedKafkaAddr == "" {
+		n.AdvertisedKafkaAddr = n.KafkaAddr
+	}
+	return n, n.Validate()
+}
+
+// Validate reports the first invalid setting.
+func (n Node) Validate() error {
+	var errs []error
+	if n.NodeID < 0 {
+		errs = append(errs, fmt.Errorf("node_id %d: must be >= 0", n.NodeID))
+	}
+	if n.DataDir == "" {
+		errs = append(errs, errors.New("data_dir: must not be empty"))
+	}
+	for name, addr := range map[string]string{"kafka_addr": n.KafkaAddr, "advertised_kafka_addr": n.AdvertisedKafkaAddr, "admin_addr": n.AdminAddr, "rpc_addr": n.RPCAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: %w", name, addr, err))
+		}
+	}
+	if n.MaxRequestBytes < 1024 {
+		errs = append(errs, fmt.Errorf("max_request_bytes %d: must be at least 1024", n.MaxRequestBytes))
+	}
+	switch n.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log_level %q: want debug, info, warn or error", n.LogLevel))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,205 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+)
+
+// Kind is the type of a cluster property's value.
+type Kind uint8
+
+const (
+	KindBool Kind = iota
+	KindInt
+	KindString
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindBool:
+		return "boolean"
+	case KindInt:
+		return "integer"
+	default:
+		return "string"
+	}
+}
+
+// Property describes one cluster property.
+type Property struct {
+	Name         string
+	Kind         Kind
+	Default      string
+	Description  string
+	Enterprise   bool
+	NeedsRestart bool
+	// Min and Max bound integer properties (inclusive) when Min <= Max.
+	Min, Max int64
+	// OneOf lists the allowed values of a string property, if restricted.
+	OneOf []string
+}
+
+// Validate checks that value parses as the property's kind and is in range.
+func (p *Property) Validate(value string) error {
+	switch p.Kind {
+	case KindBool:
+		if _, err := strconv.ParseBool(value); err != nil {
+			return fmt.Errorf("%s: %q is not a boolean", p.Name, value)
+		}
+	case KindInt:
+		n, err := strconv.ParseInt(value, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not an integer", p.Name, value)
+		}
+		if p.Min <= p.Max && (n < p.Min || n > p.Max) {
+			return fmt.Errorf("%s: %d out of range [%d, %d]", p.Name, n, p.Min, p.Max)
+		}
+	case KindString:
+		if len(p.OneOf) > 0 {
+			for _, v := range p.OneOf {
+				if v == value {
+					return nil
+				}
+			}
+			return fmt.Errorf("%s: %q is not one of %v", p.Name, value, p.OneOf)
+		}
+	}
+	return nil
+}
+
+// Registry is the set of known cluster properties.
+type Registry struct {
+	props map[string]*Property
+}
+
+// NewRegistry returns the registry of every cluster property weir uses.
+func NewRegistry() *Registry {
+	const day = 24 * 60 * 60 * 1000
+	r := &Registry{props: map[string]*Property{}}
+	for _, p := range []*Property{
+		{Name: "auto_create_topics_enabled", Kind: KindBool, Default: "false",
+			Description: "Create a topic when a client asks for metadata of, or produces to, one that does not exist."},
+		{Name: "default_topic_partitions", Kind: KindInt, Default: "1", Min: 1, Max: 100000,
+			Description: "Partitions of a topic created without an explicit count."},
+		{Name: "default_topic_replications", Kind: KindInt, Default: "1", Min: 1, Max: 7,
+			Description: "Replication factor of a topic created without an explicit one."},
+		{Name: "log_retention_ms", Kind: KindInt, Default: strconv.Itoa(7 * day), Min: -1, Max: 1 << 62,
+			Description: "Default retention.ms of topics: whole segments older than this are deleted; -1 keeps them forever."},
+		{Name: "retention_bytes", Kind: KindInt, Default: "-1", Min: -1, Max: 1 << 62,
+			Description: "Default retention.bytes of topics, per partition; -1 is unlimited."},
+		{Name: "log_segment_size", Kind: KindInt, Default: strconv.Itoa(1 << 30), Min: 1 << 10, Max: 1 << 40,
+			Description: "Default segment.bytes of topics."},
+		{Name: "log_segment_ms", Kind: KindInt, Default: strconv.Itoa(7 * day), Min: 60_000, Max: 1 << 62,
+			Description: "Default segment.ms of topics: the active segment rolls when it is this old."},
+		{Name: "kafka_batch_max_bytes", Kind: KindInt, Default: "1048576", Min: 1 << 10, Max: 1 << 30,
+			Description: "Default max.message.bytes of topics: the largest record batch a producer may write."},
+		{Name: "fetch_max_bytes", Kind: KindInt, Default: "57671680", Min: 1 << 10, Max: 1 << 31,
+			Description: "Broker cap on one fetch response (Kafka's fetch.max.bytes)."},
+		{Name: "log_message_timestamp_type", Kind: KindString, Default: "CreateTime", OneOf: []string{"CreateTime", "LogAppendTime"},
+			Description: "Default message.timestamp.type of topics."},
+		{Name: "disable_metrics", Kind: KindBool, Default: "false", NeedsRestart: true,
+			Description: "Do not serve Prometheus metrics."},
+	} {
+		r.props[p.Name] = p
+	}
+	return r
+}
+
+// Lookup returns the property called name.
+func (r *Registry) Lookup(name string) (*Property, bool) {
+	p, ok := r.props[name]
+	return p, ok
+}
+
+// Names lists every property, sorted.
+func (r *Registry) Names() []string {
+	names := make([]string, 0, len(r.props))
+	for n := range r.props {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Values holds the current value of every cluster property. It is safe for
+// concurrent use; readers on hot paths take a read lock only.
+type Values struct {
+	reg *Registry
+
+	mu      sync.RWMutex
+	set     map[string]string // explicitly set values; the rest are defaults
+	version int64
+}
+
+// NewValues starts from the defaults and applies initial, which must name
+// known properties with valid values.
+func NewValues(reg *Registry, initial map[string]string) (*Values, error) {
+	v := &Values{reg: reg, set: map[string]string{}}
+	for name, value := range initial {
+		if err := v.Set(name, value); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// Registry returns the registry the values are checked against.
+func (v *Values) Registry() *Registry { return v.reg }
+
+// Set validates and stores a value, bumping the config version.
+func (v *Values) Set(name, value string) error {
+	p, ok := v.reg.Lookup(name)
+	if !ok {
+		return fmt.Errorf("unknown cluster property %q", name)
+	}
+	if err := p.Validate(value); err != nil {
+		return err
+	}
+	v.mu.Lock()
+	v.set[name] = value
+	v.version++
+	v.mu.Unlock()
+	return nil
+}
+
+// Get returns a property's value and whether it was set explicitly.
+func (v *Values) Get(name string) (value string, explicit bool) {
+	v.mu.RLock()
+	value, explicit = v.set[name]
+	v.mu.RUnlock()
+	if !explicit {
+		if p, ok := v.reg.Lookup(name); ok {
+			value = p.Default
+		}
+	}
+	return value, explicit
+}
+
+// Bool returns a boolean property; unknown or malformed values read false.
+func (v *Values) Bool(name string) bool {
+	s, _ := v.Get(name)
+	b, _ := strconv.ParseBool(s)
+	return b
+}
+
+// Int returns an integer property; unknown or malformed values read 0.
+func (v *Values) Int(name string) int64 {
+	s, _ := v.Get(name)
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}
+
+// String returns a property's value.
+func (v *Values) String(name string) string {
+	s, _ := v.Get(name)
+	return s
+}
+
+// Version counts changes since start.
+func (v *Values) Version() int64 {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.version
+}

@@ -1,0 +1,95 @@
+package kafka
+
+// AlterConfigs, v0-v2, and IncrementalAlterConfigs, v0-v1.
+//
+// Behaviour:
+//   - TOPIC resources: IncrementalAlterConfigs SETs or DELETEs single
+//     configs (APPEND and SUBTRACT are INVALID_CONFIG: no topic config weir
+//     knows is a list); AlterConfigs replaces the topic's whole explicit
+//     set, as Kafka does. Values are validated (INVALID_CONFIG) and the
+//     change reaches the partitions' logs at once. validate_only changes
+//     nothing.
+//   - BROKER resources: cluster properties are not changed through these
+//     APIs yet; the request gets INVALID_REQUEST saying so.
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/broker"
+)
+
+func (s *Server) handleIncrementalAlterConfigs(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	for _, rr := range req.Resources {
+		ops := make([]broker.ConfigOp, 0, len(rr.Configs))
+		for _, rc := range rr.Configs {
+			op := broker.ConfigOp{Name: rc.Name, Op: int8(rc.Op)}
+			if rc.Value != nil {
+				op.Value = *rc.Value
+			}
+			ops = append(ops, op)
+		}
+		err := s.alterResource(rr.ResourceType, rr.ResourceName, ops, false, req.ValidateOnly)
+		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		sr.ErrorCode, sr.ErrorMessage = errorCode(err), errorMessage(err)
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return resp, nil
+}
+
+func (s *Server) handleAlterConfigs(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.AlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	for _, rr := range req.Resources {
+		ops := make([]broker.ConfigOp, 0, len(rr.Configs))
+		for _, rc := range rr.Configs {
+			op := broker.ConfigOp{Name: rc.Name, Op: 1}
+			if rc.Value != nil {
+				op.Op, op.Value = 0, *rc.Value
+			}
+			ops = append(ops, op)
+		}
+		err := s.alterResource(rr.ResourceType, rr.ResourceName, ops, true, req.ValidateOnly)
+		sr := kmsg.NewAlterConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		sr.ErrorCode, sr.ErrorMessage = errorCode(err), errorMessage(err)
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return resp, nil
+}
+
+// alterResource applies ops; replace first resets every explicit config
+// not named in ops (AlterConfigs' whole-set semantics).
+func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, ops []broker.ConfigOp, replace, validateOnly bool) error {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		t := s.broker.Topic(name)
+		if t == nil {
+			return fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, name)
+		}
+		if replace {
+			named := map[string]bool{}
+			for _, op := range ops {
+				named[op.Name] = true
+			}
+			for k := range t.Configs() {
+				if !named[k] {
+					ops = append(ops, broker.ConfigOp{Name: k, Op: 1})
+				}
+			}
+		}
+		return s.broker.AlterTopicConfig(name, ops, validateOnly)
+	case kmsg.ConfigResourceTypeBroker:
+		if err := s.checkBrokerResource(name); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: cluster properties cannot be changed through the Kafka API in this version", kerr.InvalidRequest)
+	default:
+		return fmt.Errorf("%w: resource type %d is not supported", kerr.InvalidRequest, typ)
+	}
+}

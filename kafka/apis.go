@@ -1,0 +1,60 @@
+package kafka
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const apiVersionsKey = 18
+
+// api is one supported Kafka API and the versions weir serves.
+type api struct {
+	key      int16
+	name     string
+	min, max int16
+	handle   func(c *clientConn, req kmsg.Request) (kmsg.Response, error)
+}
+
+// apiTable is indexed by API key; name "" marks an unsupported key.
+type apiTable []api
+
+func (t apiTable) lookup(key int16) (api, bool) {
+	if key < 0 || int(key) >= len(t) || t[key].name == "" {
+		return api{}, false
+	}
+	return t[key], true
+}
+
+// newAPITable lists every API weir serves: the single place where version
+// ranges are decided. Minimums are Kafka 4's (KIP-896) except Produce,
+// which is advertised from v0 as Kafka 4 does because older librdkafka
+// stops compressing otherwise; v0-v2 are refused per partition.
+// Maximums are the newest kmsg encodes. The oldest non-flexible versions
+// stay in so that kafkajs (Metadata <= 6, Fetch <= 11, Produce <= 7)
+// works.
+func (s *Server) newAPITable() apiTable {
+	list := []api{
+		{key: 0, name: "Produce", min: 0, max: 13, handle: s.handleProduce},
+		{key: 1, name: "Fetch", min: 4, max: 18, handle: s.handleFetch},
+		{key: 2, name: "ListOffsets", min: 1, max: 11, handle: s.handleListOffsets},
+		{key: 3, name: "Metadata", min: 0, max: 13, handle: s.handleMetadata},
+		{key: 18, name: "ApiVersions", min: 0, max: 4, handle: s.handleApiVersions},
+		{key: 19, name: "CreateTopics", min: 2, max: 7, handle: s.handleCreateTopics},
+		{key: 20, name: "DeleteTopics", min: 1, max: 6, handle: s.handleDeleteTopics},
+		{key: 21, name: "DeleteRecords", min: 0, max: 2, handle: s.handleDeleteRecords},
+		{key: 22, name: "InitProducerId", min: 0, max: 5, handle: s.handleInitProducerID},
+		{key: 32, name: "DescribeConfigs", min: 1, max: 4, handle: s.handleDescribeConfigs},
+		{key: 33, name: "AlterConfigs", min: 0, max: 2, handle: s.handleAlterConfigs},
+		{key: 37, name: "CreatePartitions", min: 0, max: 3, handle: s.handleCreatePartitions},
+		{key: 44, name: "IncrementalAlterConfigs", min: 0, max: 1, handle: s.handleIncrementalAlterConfigs},
+		{key: 60, name: "DescribeCluster", min: 0, max: 2, handle: s.handleDescribeCluster},
+	}
+	var maxKey int16
+	for _, a := range list {
+		maxKey = max(maxKey, a.key)
+	}
+	t := make(apiTable, maxKey+1)
+	for _, a := range list {
+		t[a.key] = a
+	}
+	return t
+}

@@ -1,0 +1,187 @@
+package kafka
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// idleTimeout is Kafka's connections.max.idle.ms: a connection that sends
+// nothing for this long, or trickles a frame slower than this, is closed.
+const idleTimeout = 10 * time.Minute
+
+// readAhead is how many frames the reader may hold while the handler
+// works: pipelining clients keep several requests in flight, and reading
+// them ahead overlaps socket reads with handling.
+const readAhead = 4
+
+// minHeaderSize is api key, api version and correlation id.
+const minHeaderSize = 8
+
+// clientConn is one client connection: a reader goroutine frames
+// requests, the serve goroutine answers them in order.
+type clientConn struct {
+	s      *Server
+	nc     net.Conn
+	ctx    context.Context
+	cancel context.CancelFunc
+	frames chan []byte
+	logger *slog.Logger
+
+	closeOnce sync.Once
+	out       []byte // response buffer, reused between requests
+	fetch     fetchScratch
+}
+
+func newClientConn(s *Server, nc net.Conn) *clientConn {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &clientConn{
+		s: s, nc: nc, ctx: ctx, cancel: cancel,
+		frames: make(chan []byte, readAhead),
+		logger: s.logger.With("remote", nc.RemoteAddr().String()),
+	}
+}
+
+func (c *clientConn) close() {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		c.nc.Close()
+	})
+}
+
+func (c *clientConn) serve() {
+	defer c.close()
+	go c.readLoop()
+	for frame := range c.frames {
+		if err := c.handle(frame); err != nil {
+			c.logger.Debug("closing connection", "err", err)
+			return
+		}
+	}
+}
+
+// readLoop reads size-prefixed frames. A size outside [8, max] closes the
+// connection before anything is allocated for it: that is how a TLS hello
+// or an HTTP request sent to the Kafka port ends.
+func (c *clientConn) readLoop() {
+	defer close(c.frames)
+	var size [4]byte
+	for {
+		c.nc.SetReadDeadline(time.Now().Add(idleTimeout))
+		if _, err := io.ReadFull(c.nc, size[:]); err != nil {
+			return
+		}
+		n := int32(binary.BigEndian.Uint32(size[:]))
+		if n < minHeaderSize || n > c.s.opts.MaxRequestBytes {
+			c.logger.Warn("closing connection: request size out of bounds", "size", n, "max", c.s.opts.MaxRequestBytes)
+			c.close()
+			return
+		}
+		frame := make([]byte, n)
+		if _, err := io.ReadFull(c.nc, frame); err != nil {
+			return
+		}
+		c.s.metrics.bytesIn.Add(float64(4 + n))
+		select {
+		case c.frames <- frame:
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// requestHeader is the part of a request before its body.
+type requestHeader struct {
+	key, version  int16
+	correlationID int32
+	clientID      *string
+}
+
+// handle answers one frame; an error closes the connection.
+func (c *clientConn) handle(frame []byte) (err error) {
+	start := time.Now()
+	r := kbin.Reader{Src: frame}
+	h := requestHeader{key: r.Int16(), version: r.Int16(), correlationID: r.Int32()}
+	h.clientID = r.NullableString()
+	if !r.Ok() {
+		return errors.New("truncated request header")
+	}
+	api, known := c.s.apis.lookup(h.key)
+	if !known {
+		return fmt.Errorf("unsupported api key %d", h.key)
+	}
+	if h.key == apiVersionsKey && h.version > api.max {
+		return c.write(h, unsupportedAPIVersions(c.s.apis), start, api.name)
+	}
+	if h.version < api.min || h.version > api.max {
+		return fmt.Errorf("%s v%d is outside the supported range v%d-v%d", api.name, h.version, api.min, api.max)
+	}
+	req := kmsg.RequestForKey(h.key)
+	req.SetVersion(h.version)
+	if req.IsFlexible() {
+		kmsg.SkipTags(&r)
+	}
+	if !r.Ok() {
+		return errors.New("truncated request header tags")
+	}
+	if err := req.ReadFrom(r.Src); err != nil {
+		return fmt.Errorf("%s v%d: malformed request: %w", api.name, h.version, err)
+	}
+	resp, err := c.call(api, req)
+	if err != nil {
+		return err
+	}
+	if resp == nil { // acks=0 produce: no response, by design
+		c.s.metrics.requests.WithLabelValues(api.name).Inc()
+		return nil
+	}
+	return c.write(h, resp, start, api.name)
+}
+
+// call runs a handler; a panic in it is a bug, logged with its stack,
+// and costs the connection rather than the process.
+func (c *clientConn) call(api api, req kmsg.Request) (resp kmsg.Response, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.logger.Error("handler panicked", "api", api.name, "version", req.GetVersion(), "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("%s handler failed", api.name)
+		}
+	}()
+	return api.handle(c, req)
+}
+
+func (c *clientConn) write(h requestHeader, resp kmsg.Response, start time.Time, name string) error {
+	out := append(c.out[:0], 0, 0, 0, 0)
+	out = binary.BigEndian.AppendUint32(out, uint32(h.correlationID))
+	// Response header v1 (flexible) has tagged fields, except for
+	// ApiVersions, whose header is always v0 so that a client can read it
+	// before it knows which versions the broker speaks.
+	if resp.IsFlexible() && h.key != apiVersionsKey {
+		out = append(out, 0)
+	}
+	out = resp.AppendTo(out)
+	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+	c.nc.SetWriteDeadline(time.Now().Add(idleTimeout))
+	_, err := c.nc.Write(out)
+	// Keep the buffer for the next response unless it grew huge for one
+	// large fetch.
+	if cap(out) <= 1<<20 {
+		c.out = out
+	} else {
+		c.out = nil
+	}
+	c.s.metrics.bytesOut.Add(float64(len(out)))
+	c.s.metrics.requests.WithLabelValues(name).Inc()
+	c.s.metrics.latency.WithLabelValues(name).Observe(time.Since(start).Seconds())
+	return err
+}

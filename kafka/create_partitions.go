@@ -1,0 +1,42 @@
+package kafka
+
+// CreatePartitions, v0-v3.
+//
+// Behaviour:
+//   - Raises a topic's partition count to the requested total; the new
+//     partitions are empty and served at once. A total not above the
+//     current count is INVALID_PARTITIONS, an unknown topic
+//     UNKNOWN_TOPIC_OR_PARTITION, a manual assignment INVALID_REQUEST, a
+//     topic named twice INVALID_REQUEST. validate_only changes nothing.
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (s *Server) handleCreatePartitions(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.CreatePartitionsRequest)
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	seen := map[string]int{}
+	for _, rt := range req.Topics {
+		seen[rt.Topic]++
+	}
+	for _, rt := range req.Topics {
+		var err error
+		switch {
+		case seen[rt.Topic] > 1:
+			err = fmt.Errorf("%w: topic %q appears more than once", kerr.InvalidRequest, rt.Topic)
+		case len(rt.Assignment) > 0:
+			err = fmt.Errorf("%w: manual replica assignment is not supported", kerr.InvalidRequest)
+		default:
+			err = s.broker.CreatePartitions(rt.Topic, rt.Count, req.ValidateOnly)
+		}
+		st := kmsg.NewCreatePartitionsResponseTopic()
+		st.Topic = rt.Topic
+		st.ErrorCode, st.ErrorMessage = errorCode(err), errorMessage(err)
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}

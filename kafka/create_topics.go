@@ -1,0 +1,81 @@
+package kafka
+
+// CreateTopics, v2-v7.
+//
+// Behaviour:
+//   - Partitions and replication factor of -1 (v4+) take the cluster
+//     defaults (default_topic_partitions, default_topic_replications).
+//   - Names follow Kafka's rules (INVALID_TOPIC_EXCEPTION); a replication
+//     factor above the live brokers is INVALID_REPLICATION_FACTOR; manual
+//     replica assignments are refused (INVALID_REQUEST); unknown or
+//     invalid configs are INVALID_CONFIG; an existing topic is
+//     TOPIC_ALREADY_EXISTS. The same name twice in one request is
+//     INVALID_REQUEST for both.
+//   - validate_only checks everything and creates nothing.
+//   - v5+ returns the created topic's partitions, replication factor and
+//     full config list (the Java AdminClient fails on a null one); v7+ its
+//     topic ID.
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/broker"
+)
+
+func (s *Server) handleCreateTopics(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.CreateTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	seen := map[string]int{}
+	for _, rt := range req.Topics {
+		seen[rt.Topic]++
+	}
+	for _, rt := range req.Topics {
+		st := kmsg.NewCreateTopicsResponseTopic()
+		st.Topic = rt.Topic
+		t, err := s.createTopic(rt, seen[rt.Topic] > 1, req.ValidateOnly)
+		if err != nil {
+			st.ErrorCode, st.ErrorMessage = errorCode(err), errorMessage(err)
+			st.NumPartitions, st.ReplicationFactor = -1, -1
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		st.TopicID = t.ID
+		st.NumPartitions = int32(len(t.Partitions()))
+		st.ReplicationFactor = 1
+		for _, e := range s.broker.TopicConfig(t) {
+			value := e.Value
+			sc := kmsg.NewCreateTopicsResponseTopicConfig()
+			sc.Name, sc.Value, sc.ReadOnly, sc.Source, sc.IsSensitive = e.Name, &value, e.ReadOnly, int8(e.Source), e.Sensitive
+			st.Configs = append(st.Configs, sc)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, duplicate, validateOnly bool) (*broker.Topic, error) {
+	switch {
+	case duplicate:
+		return nil, fmt.Errorf("%w: topic %q appears more than once in the request", kerr.InvalidRequest, rt.Topic)
+	case len(rt.ReplicaAssignment) > 0:
+		return nil, fmt.Errorf("%w: manual replica assignment is not supported", kerr.InvalidRequest)
+	case rt.NumPartitions == 0 || rt.NumPartitions < -1:
+		return nil, fmt.Errorf("%w: %d partitions", kerr.InvalidPartitions, rt.NumPartitions)
+	case rt.ReplicationFactor == 0 || rt.ReplicationFactor < -1:
+		return nil, fmt.Errorf("%w: replication factor %d", kerr.InvalidReplicationFactor, rt.ReplicationFactor)
+	}
+	configs := map[string]string{}
+	for _, cfg := range rt.Configs {
+		if cfg.Value == nil {
+			continue // null means the default
+		}
+		configs[cfg.Name] = *cfg.Value
+	}
+	return s.broker.CreateTopic(broker.CreateTopicRequest{
+		Name: rt.Topic, Partitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor,
+		Configs: configs, ValidateOnly: validateOnly,
+	})
+}

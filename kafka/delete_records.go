@@ -1,0 +1,39 @@
+package kafka
+
+// DeleteRecords, v0-v2.
+//
+// Behaviour:
+//   - Moves each partition's log start offset to the requested offset
+//     (-1: the high watermark) and answers the new low watermark. Whole
+//     segments below it are removed; consumers can no longer read below
+//     it (OFFSET_OUT_OF_RANGE) and ListOffsets earliest returns it.
+//   - An offset above the high watermark is OFFSET_OUT_OF_RANGE; unknown
+//     partitions UNKNOWN_TOPIC_OR_PARTITION.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (s *Server) handleDeleteRecords(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DeleteRecordsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewDeleteRecordsResponseTopic()
+		st.Topic = rt.Topic
+		t := s.broker.Topic(rt.Topic)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
+			sp.Partition, sp.LowWatermark = rp.Partition, -1
+			if t == nil || t.Partition(rp.Partition) == nil {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else {
+				low, err := s.broker.DeleteRecords(t.Partition(rp.Partition), rp.Offset)
+				sp.ErrorCode, sp.LowWatermark = errorCode(err), low
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}

@@ -1,0 +1,55 @@
+package kafka
+
+// DeleteTopics, v1-v6.
+//
+// Behaviour:
+//   - Topics by name (v1-v5: topic_names; v6: topics[].name) or by ID
+//     (v6+). Unknown names are UNKNOWN_TOPIC_OR_PARTITION, unknown IDs
+//     UNKNOWN_TOPIC_ID.
+//   - The topic disappears from metadata and its files are removed before
+//     the response.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/broker"
+)
+
+func (s *Server) handleDeleteTopics(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DeleteTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	targets := req.Topics
+	if req.Version < 6 {
+		targets = make([]kmsg.DeleteTopicsRequestTopic, len(req.TopicNames))
+		for i := range req.TopicNames {
+			targets[i].Topic = &req.TopicNames[i]
+		}
+	}
+	for _, rt := range targets {
+		st := kmsg.NewDeleteTopicsResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		var err error
+		switch {
+		case rt.Topic != nil:
+			if t := s.broker.Topic(*rt.Topic); t != nil {
+				st.TopicID = t.ID
+			}
+			err = s.broker.DeleteTopic(*rt.Topic)
+		case rt.TopicID != [16]byte{}:
+			var name string
+			name, err = s.broker.DeleteTopicByID(broker.TopicID(rt.TopicID))
+			if err == nil {
+				st.Topic = &name
+			}
+		default:
+			err = kerr.InvalidRequest
+		}
+		st.ErrorCode = errorCode(err)
+		if req.Version >= 5 && err != nil {
+			st.ErrorMessage = errorMessage(err)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}

@@ -1,0 +1,121 @@
+package kafka
+
+// DescribeConfigs, v1-v4.
+//
+// Behaviour:
+//   - TOPIC resources: every topic config weir knows (retention.ms,
+//     retention.bytes, segment.bytes, segment.ms, max.message.bytes,
+//     message.timestamp.type, cleanup.policy) with its effective value and
+//     source: TOPIC_CONFIG when set on the topic, DYNAMIC_DEFAULT_BROKER_CONFIG
+//     when it comes from a cluster property that was set, DEFAULT_CONFIG
+//     otherwise. config_names narrows the list. Unknown topics are
+//     UNKNOWN_TOPIC_OR_PARTITION.
+//   - BROKER resources (this node's id, or "" for the cluster default):
+//     the cluster properties, read-only here.
+//   - Synonyms (v1+) list the topic value and the cluster default it
+//     overrides; documentation (v3+) on request.
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/broker"
+	"github.com/weir-broker/weir/config"
+)
+
+func (s *Server) handleDescribeConfigs(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DescribeConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	for _, rr := range req.Resources {
+		sr := kmsg.NewDescribeConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		entries, err := s.describeResource(rr.ResourceType, rr.ResourceName)
+		if err != nil {
+			sr.ErrorCode, sr.ErrorMessage = errorCode(err), errorMessage(err)
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
+		want := map[string]bool{}
+		for _, n := range rr.ConfigNames {
+			want[n] = true
+		}
+		for _, e := range entries {
+			if len(want) > 0 && !want[e.Name] {
+				continue
+			}
+			sr.Configs = append(sr.Configs, describedConfig(e, req))
+		}
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return resp, nil
+}
+
+func describedConfig(e broker.ConfigEntry, req *kmsg.DescribeConfigsRequest) kmsg.DescribeConfigsResponseResourceConfig {
+	value := e.Value
+	sc := kmsg.NewDescribeConfigsResponseResourceConfig()
+	sc.Name, sc.Value, sc.ReadOnly, sc.IsSensitive = e.Name, &value, e.ReadOnly, e.Sensitive
+	sc.Source = kmsg.ConfigSource(e.Source)
+	sc.IsDefault = e.Source == broker.SourceDefault
+	sc.ConfigType = kmsg.ConfigType(e.Type)
+	if req.IncludeSynonyms {
+		syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+		syn.Name, syn.Value, syn.Source = e.Name, &value, kmsg.ConfigSource(e.Source)
+		sc.ConfigSynonyms = append(sc.ConfigSynonyms, syn)
+	}
+	if req.IncludeDocumentation && e.Doc != "" {
+		doc := e.Doc
+		sc.Documentation = &doc
+	}
+	return sc
+}
+
+func (s *Server) describeResource(typ kmsg.ConfigResourceType, name string) ([]broker.ConfigEntry, error) {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		t := s.broker.Topic(name)
+		if t == nil {
+			return nil, fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, name)
+		}
+		return s.broker.TopicConfig(t), nil
+	case kmsg.ConfigResourceTypeBroker:
+		if err := s.checkBrokerResource(name); err != nil {
+			return nil, err
+		}
+		return clusterPropertyEntries(s.broker.Properties()), nil
+	default:
+		return nil, fmt.Errorf("%w: resource type %d is not supported", kerr.InvalidRequest, typ)
+	}
+}
+
+func (s *Server) checkBrokerResource(name string) error {
+	if name == "" || name == strconv.Itoa(int(s.broker.NodeID())) {
+		return nil
+	}
+	return fmt.Errorf("%w: broker %q is not this broker (%d)", kerr.InvalidRequest, name, s.broker.NodeID())
+}
+
+func clusterPropertyEntries(v *config.Values) []broker.ConfigEntry {
+	reg := v.Registry()
+	var out []broker.ConfigEntry
+	for _, name := range reg.Names() {
+		p, _ := reg.Lookup(name)
+		value, set := v.Get(name)
+		e := broker.ConfigEntry{Name: name, Value: value, Source: broker.SourceDefault, ReadOnly: true, Doc: p.Description}
+		if set {
+			e.Source = broker.SourceClusterDefault
+		}
+		switch p.Kind {
+		case config.KindBool:
+			e.Type = 1
+		case config.KindInt:
+			e.Type = 5
+		default:
+			e.Type = 2
+		}
+		out = append(out, e)
+	}
+	return out
+}

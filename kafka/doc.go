@@ -1,0 +1,12 @@
+// Package kafka is weir's Kafka wire protocol: the TCP listener, framing
+// with a maximum request size, request headers, and one file per API that
+// turns a kmsg request into calls on the broker and a kmsg response.
+//
+// Each API file opens with the versions it serves and how it behaves; the
+// table in apis.go is the single list of supported APIs and version
+// ranges, and ApiVersions is built from it.
+//
+// Requests on one connection are answered in order, one at a time, as
+// Kafka does: a reader goroutine reads ahead a few frames while a handler
+// goroutine answers them.
+package kafka

@@ -1,0 +1,31 @@
+package kafka
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// errorCode is the wire code of err. Broker errors wrap *kerr.Error; any
+// other error is unexpected and reads as UNKNOWN_SERVER_ERROR, which the
+// broker avoids for anything retriable.
+func errorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// errorMessage is the text for the error_message fields of newer
+// versions: the detail the broker wrapped around the code.
+func errorMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	return &msg
+}

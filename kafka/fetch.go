@@ -1,0 +1,121 @@
+package kafka
+
+// Fetch, v4-v18.
+//
+// Behaviour:
+//   - KIP-74 exactly, by the broker's fetch planner: partitions are read
+//     in request order; the response is bounded by max_bytes (capped by
+//     the fetch_max_bytes cluster property) and each partition by its
+//     partition_max_bytes; only the first partition that returns data may
+//     exceed its limit, by one whole batch. Identical requests make
+//     identical reads.
+//   - min_bytes / max_wait_ms long polling, woken by appends to any of the
+//     fetched partitions, never by polling.
+//   - Every requested partition appears in the response, in request
+//     order. Per-partition errors are those consumers handle:
+//     OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID
+//     (v13+, topics by ID), FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH
+//     (v9+), NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR.
+//   - read_committed reads to the last stable offset, which equals the
+//     high watermark while there are no transactions; no aborted
+//     transactions are ever listed.
+//   - Fetch sessions (KIP-227, v7+) are answered sessionless: session id
+//     0, every request treated as full, which Kafka itself does when its
+//     session cache is full. An incremental request for a session weir
+//     never created gets FETCH_SESSION_ID_NOT_FOUND.
+//   - No preferred read replica (-1): there are no followers yet.
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/broker"
+)
+
+func (s *Server) handleFetch(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.FetchRequest)
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	if req.Version >= 7 {
+		switch {
+		case req.SessionID != 0:
+			resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+			return resp, nil
+		case req.SessionEpoch > 0:
+			resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
+			return resp, nil
+		}
+	}
+	plan := c.fetchPlan(req)
+	s.broker.Fetch(c.ctx, &plan.req, plan.results)
+
+	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
+	i := 0
+	for ti := range req.Topics {
+		rt := &req.Topics[ti]
+		st := &resp.Topics[ti]
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
+		for pi := range rt.Partitions {
+			r := &plan.results[i]
+			sp := &st.Partitions[pi]
+			*sp = kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rt.Partitions[pi].Partition
+			sp.ErrorCode = errorCode(r.Err)
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = r.HighWatermark, r.LastStableOffset, r.LogStartOffset
+			sp.PreferredReadReplica = -1
+			// Empty, never null: librdkafka rejects a null record set
+			// (MessageSetSize -1), Kafka always sends a length.
+			sp.RecordBatches = r.Records
+			if sp.RecordBatches == nil {
+				sp.RecordBatches = []byte{}
+			}
+			i++
+		}
+	}
+	// The results hold record buffers that now belong to the response;
+	// drop the references so the scratch space does not pin them.
+	clear(plan.results)
+	return resp, nil
+}
+
+// fetchScratch is a connection's reusable fetch plan: one fetch at a time
+// runs per connection, so its partition and result slices are reused
+// instead of allocated per request.
+type fetchScratch struct {
+	req     broker.FetchRequest
+	results []broker.FetchResult
+}
+
+func (c *clientConn) fetchPlan(req *kmsg.FetchRequest) *fetchScratch {
+	p := &c.fetch
+	p.req.MaxBytes = req.MaxBytes
+	p.req.MinBytes = req.MinBytes
+	p.req.MaxWait = time.Duration(req.MaxWaitMillis) * time.Millisecond
+	p.req.Isolation = req.IsolationLevel
+	p.req.Partitions = p.req.Partitions[:0]
+	b := c.s.broker
+	for ti := range req.Topics {
+		rt := &req.Topics[ti]
+		var t *broker.Topic
+		var unknown error
+		if req.Version >= 13 {
+			t, unknown = b.TopicByID(broker.TopicID(rt.TopicID)), kerr.UnknownTopicID
+		} else {
+			t, unknown = b.Topic(rt.Topic), kerr.UnknownTopicOrPartition
+		}
+		for _, rp := range rt.Partitions {
+			p.req.Partitions = append(p.req.Partitions, broker.FetchPartition{
+				Topic: t, UnknownErr: unknown, Partition: rp.Partition, Offset: rp.FetchOffset,
+				MaxBytes: rp.PartitionMaxBytes, LeaderEpoch: rp.CurrentLeaderEpoch,
+			})
+		}
+	}
+	if n := len(p.req.Partitions); cap(p.results) < n {
+		p.results = make([]broker.FetchResult, n)
+	} else {
+		p.results = p.results[:n]
+	}
+	return p
+}

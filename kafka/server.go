@@ -1,0 +1,131 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/weir-broker/weir/broker"
+)
+
+// Options configure a Server.
+type Options struct {
+	// MaxRequestBytes is socket.request.max.bytes: a larger size prefix
+	// closes the connection before anything is allocated.
+	MaxRequestBytes int32
+	// AdvertisedAddr is the host:port clients are told to connect to.
+	AdvertisedAddr string
+	Logger         *slog.Logger
+	// Registerer receives the protocol metrics; nil disables them.
+	Registerer prometheus.Registerer
+}
+
+// Server serves the Kafka protocol for one broker.
+type Server struct {
+	broker  *broker.Broker
+	opts    Options
+	logger  *slog.Logger
+	apis    apiTable
+	metrics *metrics
+
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  map[*clientConn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// NewServer builds a server for b.
+func NewServer(b *broker.Broker, opts Options) (*Server, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.MaxRequestBytes <= 0 {
+		opts.MaxRequestBytes = 100 << 20
+	}
+	if _, _, err := net.SplitHostPort(opts.AdvertisedAddr); err != nil {
+		return nil, fmt.Errorf("advertised address %q: %w", opts.AdvertisedAddr, err)
+	}
+	s := &Server{broker: b, opts: opts, logger: opts.Logger, conns: map[*clientConn]struct{}{}}
+	s.apis = s.newAPITable()
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+	return s, nil
+}
+
+// Serve accepts connections on ln until Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return net.ErrClosed
+	}
+	s.ln = ln
+	s.mu.Unlock()
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			// Out of file descriptors and the like: wait and go on
+			// rather than spin or stop serving.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.logger.Warn("accept", "err", err, "retry_in", backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		c := newClientConn(s, nc)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			return nil
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		s.metrics.connections.Inc()
+		go func() {
+			defer s.wg.Done()
+			c.serve()
+			s.metrics.connections.Dec()
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// Close stops accepting, closes every connection and waits for their
+// handlers, up to ctx.
+func (s *Server) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	for c := range s.conns {
+		c.close()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

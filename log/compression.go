@@ -1,0 +1,137 @@
+package log
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+// maxDecompressed bounds decompression so a hostile batch cannot exhaust
+// memory; the log only decompresses to look at record timestamps.
+const maxDecompressed = 256 << 20
+
+// xerialMagic starts snappy data framed by the Java xerial library, which
+// the Java client uses: 8-byte magic, version i32, compatible version i32,
+// then blocks of (length i32, raw snappy block).
+var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
+
+func readLimited(r io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxDecompressed+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxDecompressed {
+		return nil, fmt.Errorf("decompressed size exceeds %d bytes", maxDecompressed)
+	}
+	return b, nil
+}
+
+func decompress(codec int8, data []byte) ([]byte, error) {
+	switch codec {
+	case CompressionNone:
+		return data, nil
+	case CompressionGzip:
+		r, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		return readLimited(r)
+	case CompressionSnappy:
+		if !bytes.HasPrefix(data, xerialMagic) {
+			return snappyBlock(nil, data)
+		}
+		if len(data) < 16 {
+			return nil, fmt.Errorf("short xerial header")
+		}
+		var out []byte
+		for rest := data[16:]; len(rest) > 0; {
+			if len(rest) < 4 {
+				return nil, fmt.Errorf("torn xerial block length")
+			}
+			n := int(binary.BigEndian.Uint32(rest))
+			if n < 0 || n > len(rest)-4 {
+				return nil, fmt.Errorf("xerial block length %d exceeds data", n)
+			}
+			var err error
+			if out, err = snappyBlock(out, rest[4:4+n]); err != nil {
+				return nil, err
+			}
+			rest = rest[4+n:]
+		}
+		return out, nil
+	case CompressionLZ4:
+		return readLimited(lz4.NewReader(bytes.NewReader(data)))
+	case CompressionZstd:
+		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxDecompressed))
+		if err != nil {
+			return nil, err
+		}
+		defer d.Close()
+		return d.DecodeAll(data, nil)
+	}
+	return nil, fmt.Errorf("unknown codec %d", codec)
+}
+
+// snappyBlock appends one decoded raw snappy block to dst.
+func snappyBlock(dst, src []byte) ([]byte, error) {
+	n, err := snappy.DecodedLen(src)
+	if err != nil {
+		return nil, err
+	}
+	if n > maxDecompressed-len(dst) {
+		return nil, fmt.Errorf("decompressed size exceeds %d bytes", maxDecompressed)
+	}
+	dec, err := snappy.Decode(nil, src)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, dec...), nil
+}
+
+// forEachRecord decodes just enough of each record (length, attributes,
+// timestampDelta, offsetDelta) to report its absolute offset and timestamp.
+// For LogAppendTime batches the timestamp is the batch maxTimestamp.
+//
+//	record: length varint | attributes i8 | timestampDelta varlong |
+//	        offsetDelta varint | key | value | headers   (zigzag varints)
+func forEachRecord(batch []byte, fn func(offset, ts int64) bool) error {
+	h := parseHeader(batch)
+	data, err := decompress(h.Compression(), batch[batchHeaderLen:h.Size()])
+	if err != nil {
+		return fmt.Errorf("%w: batch %d: %w", ErrCorruptBatch, h.BaseOffset, err)
+	}
+	for i := int32(0); i < h.NumRecords; i++ {
+		length, n := binary.Varint(data)
+		if n <= 0 || length < 0 || length > int64(len(data)-n) {
+			return fmt.Errorf("%w: batch %d: bad record %d length", ErrCorruptBatch, h.BaseOffset, i)
+		}
+		rec := data[n : n+int(length)]
+		data = data[n+int(length):]
+		if len(rec) < 1 {
+			return fmt.Errorf("%w: batch %d: empty record %d", ErrCorruptBatch, h.BaseOffset, i)
+		}
+		tsDelta, m := binary.Varint(rec[1:])
+		if m <= 0 {
+			return fmt.Errorf("%w: batch %d: bad record %d timestamp", ErrCorruptBatch, h.BaseOffset, i)
+		}
+		offDelta, k := binary.Varint(rec[1+m:])
+		if k <= 0 {
+			return fmt.Errorf("%w: batch %d: bad record %d offset", ErrCorruptBatch, h.BaseOffset, i)
+		}
+		ts := h.FirstTimestamp + tsDelta
+		if h.IsLogAppendTime() {
+			ts = h.MaxTimestamp
+		}
+		if !fn(h.BaseOffset+offDelta, ts) {
+			return nil
+		}
+	}
+	return nil
+}

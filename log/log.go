@@ -1,0 +1,337 @@
+package log
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+)
+
+// Config is the per-partition log configuration (Kafka topic configs).
+type Config struct {
+	SegmentBytes       int64            // roll when the active segment reaches this size (default 1 GiB)
+	SegmentMs          int64            // roll when the active segment's first batch is older than this, ms; <=0 never (default 7 days)
+	RetentionMs        int64            // delete whole segments whose newest timestamp is older; -1 unlimited (default 7 days)
+	RetentionBytes     int64            // delete oldest whole segments while the log is bigger; -1 unlimited (default -1)
+	IndexIntervalBytes int              // default 4096
+	FS                 FS               // nil = OS
+	Now                func() time.Time // nil = time.Now (tests)
+	Logger             *slog.Logger     // nil = slog.Default(); used only for recovery events
+}
+
+// DefaultConfig returns Kafka's defaults.
+func DefaultConfig() Config {
+	return Config{
+		SegmentBytes:       1 << 30,
+		SegmentMs:          7 * 24 * 3600 * 1000,
+		RetentionMs:        7 * 24 * 3600 * 1000,
+		RetentionBytes:     -1,
+		IndexIntervalBytes: 4096,
+	}
+}
+
+// normalized fills zero values so a partially filled Config is usable.
+// Retention fields are taken literally: 0 means "delete now" as in Kafka.
+func (c Config) normalized() Config {
+	if c.SegmentBytes <= 0 {
+		c.SegmentBytes = 1 << 30
+	}
+	// Index positions are u32 and Kafka caps segment.bytes at int32.
+	c.SegmentBytes = min(c.SegmentBytes, math.MaxInt32)
+	if c.IndexIntervalBytes <= 0 {
+		c.IndexIntervalBytes = 4096
+	}
+	if c.FS == nil {
+		c.FS = OSFS{}
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// ReadMode selects how Read treats maxBytes.
+type ReadMode uint8
+
+const (
+	// Obligatory returns the first batch even if it alone exceeds maxBytes,
+	// so a consumer can always make progress (Kafka fetch semantics).
+	Obligatory ReadMode = iota
+	// Strict never exceeds maxBytes and may return nothing.
+	Strict
+)
+
+// AppendOptions are the broker-assigned fields stamped into every batch.
+type AppendOptions struct {
+	LeaderEpoch int32
+	// LogAppendTime > 0 sets the timestamp-type bit and maxTimestamp, as
+	// Kafka does for message.timestamp.type=LogAppendTime topics.
+	LogAppendTime int64
+}
+
+// AppendResult describes an append. LogAppendTime is -1 for CreateTime.
+type AppendResult struct {
+	BaseOffset, LastOffset, LogAppendTime, LogStartOffset int64
+}
+
+// Log is one partition's log. See doc.go for the lock order.
+type Log struct {
+	dir  string
+	fsys FS
+
+	// appendMu serializes every mutation: Append, roll, retention,
+	// DeleteRecordsBefore, Sync and Close. It is held across file I/O.
+	appendMu sync.Mutex
+
+	// mu guards the fields below and every segment's published fields.
+	// It is held only for short in-memory work, never across I/O, so
+	// readers never wait for a write or an fsync.
+	mu       sync.RWMutex
+	cfg      Config
+	segs     []*segment // ascending base offsets; last is active
+	logStart int64
+	end      int64
+	size     int64
+	closed   bool
+	failed   error // sticky storage failure; see ErrLogFailed
+
+	scratch sync.Pool // *[]byte header scan buffers for Read
+}
+
+// Open opens or creates the log in dir and recovers it.
+func Open(dir string, cfg Config) (*Log, error) {
+	cfg = cfg.normalized()
+	if err := cfg.FS.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("log: create %s: %w", dir, err)
+	}
+	l := &Log{dir: dir, fsys: cfg.FS, cfg: cfg}
+	size := min(max(2*cfg.IndexIntervalBytes, 16<<10), 1<<20)
+	l.scratch.New = func() any { b := make([]byte, size); return &b }
+	if err := l.recover(); err != nil {
+		for _, s := range l.segs {
+			s.release()
+		}
+		return nil, fmt.Errorf("log: recover %s: %w", dir, err)
+	}
+	return l, nil
+}
+
+// Dir returns the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// LogStartOffset is the first offset a consumer may read.
+func (l *Log) LogStartOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.logStart
+}
+
+// EndOffset is the next offset to be assigned (log end offset).
+func (l *Log) EndOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.end
+}
+
+// Size is the total bytes of all segments.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.size
+}
+
+// NumSegments reports how many segments the log has (for metrics/tests).
+func (l *Log) NumSegments() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.segs)
+}
+
+// SetConfig applies topic config changes. FS cannot change at runtime and
+// is kept; size limits take effect on the next append or retention pass.
+func (l *Log) SetConfig(cfg Config) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cfg.FS = l.cfg.FS
+	if cfg.Logger == nil {
+		cfg.Logger = l.cfg.Logger
+	}
+	l.cfg = cfg.normalized()
+}
+
+// writable checks the sticky state; caller holds appendMu.
+func (l *Log) writable() (Config, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return l.cfg, ErrClosed
+	}
+	if l.failed != nil {
+		return l.cfg, fmt.Errorf("%w: %w", ErrLogFailed, l.failed)
+	}
+	return l.cfg, nil
+}
+
+// fail records a storage failure that makes further writes unsafe.
+func (l *Log) fail(err error) error {
+	l.mu.Lock()
+	if l.failed == nil {
+		l.failed = err
+	}
+	l.mu.Unlock()
+	return fmt.Errorf("%w: %w", ErrLogFailed, err)
+}
+
+func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
+
+// Append validates records (one or more batches), assigns offsets, stamps
+// leader epoch and LogAppendTime into the caller's buffer, and writes all
+// batches or none.
+func (l *Log) Append(records []byte, opts AppendOptions) (AppendResult, error) {
+	hs, err := ValidateBatches(records)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	cfg, err := l.writable()
+	if err != nil {
+		return AppendResult{}, err
+	}
+	nowMs := cfg.Now().UnixMilli()
+	var count int64
+	for _, h := range hs {
+		count += int64(h.LastOffsetDelta) + 1
+	}
+	// The writer is the only mutator, so reading segs/end without mu is safe.
+	seg, next := l.active(), l.end
+	if l.shouldRoll(seg, cfg, int64(len(records)), next+count-1, nowMs) {
+		if seg, err = l.roll(); err != nil {
+			return AppendResult{}, err
+		}
+	}
+
+	x := seg.newIndexer(cfg.IndexIntervalBytes)
+	off, pos := next, 0
+	for _, h := range hs {
+		rewriteBatch(records[pos:pos+h.Size()], off, opts.LeaderEpoch, opts.LogAppendTime)
+		h.BaseOffset = off
+		if opts.LogAppendTime > 0 {
+			h.MaxTimestamp = opts.LogAppendTime
+		}
+		x.add(h, seg.size+int64(pos))
+		off += int64(h.LastOffsetDelta) + 1
+		pos += h.Size()
+	}
+	if _, err := seg.log.WriteAt(records, seg.size); err != nil {
+		// A partial write may have left whole batches behind the
+		// published size; a crash must not resurrect them.
+		if terr := seg.log.Truncate(seg.size); terr != nil {
+			return AppendResult{}, l.fail(fmt.Errorf("append: %w (truncate: %v)", err, terr))
+		}
+		return AppendResult{}, fmt.Errorf("log: append: %w", err)
+	}
+	if seg.size == 0 {
+		seg.rollBase = nowMs
+	}
+	seg.writeIndexes(&x)
+
+	l.mu.Lock()
+	seg.publish(&x, seg.size+int64(len(records)), off)
+	l.end = off
+	l.size += int64(len(records))
+	start := l.logStart
+	l.mu.Unlock()
+
+	res := AppendResult{BaseOffset: next, LastOffset: off - 1, LogAppendTime: -1, LogStartOffset: start}
+	if opts.LogAppendTime > 0 {
+		res.LogAppendTime = opts.LogAppendTime
+	}
+	return res, nil
+}
+
+// shouldRoll: an empty segment is never rolled, which is also what lets a
+// single batch larger than SegmentBytes land in a fresh segment.
+func (l *Log) shouldRoll(s *segment, cfg Config, n, lastOffset, nowMs int64) bool {
+	if s.size == 0 {
+		return false
+	}
+	return s.size+n > cfg.SegmentBytes ||
+		(cfg.SegmentMs > 0 && nowMs-s.rollBase > cfg.SegmentMs) ||
+		!s.relOffsetFits(lastOffset)
+}
+
+// roll seals the active segment (final time index entry, fsync) and starts
+// a new one at the end offset. Caller holds appendMu.
+func (l *Log) roll() (*segment, error) {
+	old := l.active()
+	x := old.newIndexer(l.cfg.IndexIntervalBytes)
+	x.maybeTime()
+	old.writeIndexes(&x)
+	l.mu.Lock()
+	old.publish(&x, old.size, old.next)
+	l.mu.Unlock()
+	// Syncing here is what lets the recovery point skip sealed segments.
+	if err := old.sync(); err != nil {
+		return nil, l.fail(fmt.Errorf("sync rolled segment %d: %w", old.base, err))
+	}
+	s, err := createSegment(l.fsys, l.dir, l.end, 0)
+	if err != nil {
+		return nil, fmt.Errorf("log: roll: %w", err)
+	}
+	l.mu.Lock()
+	l.segs = append(l.segs, s)
+	l.mu.Unlock()
+	return s, nil
+}
+
+// Sync fsyncs the active segment and its indexes and then records the end
+// offset as the recovery point, so the next Open validates only newer data.
+func (l *Log) Sync() error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if _, err := l.writable(); err != nil {
+		return err
+	}
+	return l.syncLocked()
+}
+
+func (l *Log) syncLocked() error {
+	if err := l.active().sync(); err != nil {
+		return l.fail(fmt.Errorf("fsync: %w", err))
+	}
+	if err := writeCheckpoint(l.fsys, l.dir, recoveryPointFile, l.end); err != nil {
+		return fmt.Errorf("log: write recovery point: %w", err)
+	}
+	return nil
+}
+
+// Close syncs and closes the log. Readers still in flight keep their
+// segments open until they finish.
+func (l *Log) Close() error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.mu.RLock()
+	closed, failed := l.closed, l.failed
+	l.mu.RUnlock()
+	if closed {
+		return nil
+	}
+	var err error
+	if failed == nil {
+		err = l.syncLocked()
+	}
+	l.mu.Lock()
+	l.closed = true
+	segs := l.segs
+	l.segs = nil
+	l.mu.Unlock()
+	for _, s := range segs {
+		s.release()
+	}
+	return err
+}

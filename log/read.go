@@ -1,0 +1,169 @@
+package log
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+)
+
+// segmentFor returns the index of the segment holding offset, skipping
+// segments that end at or before it. Caller holds mu.
+func (l *Log) segmentFor(offset int64) int {
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset }) - 1
+	if i < 0 {
+		i = 0
+	}
+	for i < len(l.segs) && l.segs[i].next <= offset {
+		i++
+	}
+	return i
+}
+
+// checkRange validates a read offset. Caller holds mu.
+func (l *Log) checkRange(offset int64) error {
+	if l.closed {
+		return ErrClosed
+	}
+	if offset < l.logStart || offset > l.end {
+		return fmt.Errorf("%w: offset %d not in [%d, %d]", ErrOffsetOutOfRange, offset, l.logStart, l.end)
+	}
+	return nil
+}
+
+// readErr turns an I/O error on a segment deleted under the reader into the
+// error a consumer can act on.
+func readErr(s *segment, err error) error {
+	if s.deleted.Load() {
+		return fmt.Errorf("%w: segment %d deleted during read: %v", ErrOffsetOutOfRange, s.base, err)
+	}
+	return fmt.Errorf("log: read segment %d: %w", s.base, err)
+}
+
+// Read returns whole batches starting with the one containing offset and
+// ending before upTo (the high watermark, on a batch boundary). The result
+// is a fresh buffer the caller owns. Reads never span segments, like Kafka.
+func (l *Log) Read(offset int64, maxBytes int, mode ReadMode, upTo int64) ([]byte, error) {
+	l.mu.RLock()
+	if err := l.checkRange(offset); err != nil {
+		l.mu.RUnlock()
+		return nil, err
+	}
+	upTo = min(upTo, l.end)
+	i := l.segmentFor(offset)
+	if offset >= upTo || i == len(l.segs) {
+		l.mu.RUnlock()
+		return nil, nil
+	}
+	s := l.segs[i]
+	startPos := lookupIndex(s.idx.entries, uint32(offset-s.base))
+	limit := s.size
+	s.acquire()
+	l.mu.RUnlock()
+	defer s.release()
+
+	bufp := l.scratch.Get().(*[]byte)
+	defer l.scratch.Put(bufp)
+	sc := batchScanner{f: s.log, pos: startPos, limit: limit, buf: *bufp}
+	var first BatchHeader
+	var firstPos int64
+	for {
+		h, p, _, err := sc.next()
+		if err == io.EOF {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, readErr(s, err)
+		}
+		if h.LastOffset() >= offset {
+			first, firstPos = h, p
+			break
+		}
+	}
+
+	n := int64(maxBytes)
+	if int64(first.Size()) > n {
+		if mode == Strict {
+			return nil, nil
+		}
+		n = int64(first.Size())
+	}
+	n = min(n, limit-firstPos)
+	out := make([]byte, n)
+	// The scan chunk usually already holds the start of the range; copy it
+	// and read only the rest, so a typical fetch costs two syscalls.
+	copied := 0
+	if firstPos >= sc.bufOff && firstPos < sc.bufOff+int64(sc.bufLen) {
+		copied = copy(out, sc.buf[firstPos-sc.bufOff:sc.bufLen])
+	}
+	if copied < len(out) {
+		if err := readFull(s.log, out[copied:], firstPos+int64(copied)); err != nil {
+			return nil, readErr(s, err)
+		}
+	}
+	// Keep only whole batches below upTo. The first batch always qualifies:
+	// its base is <= offset < upTo and n covers it.
+	end := 0
+	for end+batchPrefixLen <= len(out) {
+		base := int64(binary.BigEndian.Uint64(out[end:]))
+		size := int(binary.BigEndian.Uint32(out[end+offLength:])) + batchPrefixLen
+		if base >= upTo || end+size > len(out) || size < batchHeaderLen {
+			break
+		}
+		end += size
+	}
+	return out[:end:end], nil
+}
+
+// Batches calls fn for each batch header from the batch containing from
+// onward, across segments, until fn returns false. It sees the log as of
+// the call; appends made meanwhile may or may not be visited.
+func (l *Log) Batches(from int64, fn func(BatchHeader) bool) error {
+	type span struct {
+		s          *segment
+		pos, limit int64
+	}
+	l.mu.RLock()
+	if err := l.checkRange(from); err != nil {
+		l.mu.RUnlock()
+		return err
+	}
+	var spans []span
+	for i := l.segmentFor(from); i < len(l.segs); i++ {
+		s := l.segs[i]
+		var pos int64
+		if from > s.base {
+			pos = lookupIndex(s.idx.entries, uint32(from-s.base))
+		}
+		s.acquire()
+		spans = append(spans, span{s, pos, s.size})
+	}
+	l.mu.RUnlock()
+	defer func() {
+		for _, sp := range spans {
+			sp.s.release()
+		}
+	}()
+	buf := make([]byte, 64<<10)
+	for _, sp := range spans {
+		sc := batchScanner{f: sp.s.log, pos: sp.pos, limit: sp.limit, buf: buf}
+		for {
+			h, _, _, err := sc.next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return readErr(sp.s, err)
+			}
+			if h.LastOffset() < from {
+				continue
+			}
+			if !fn(h) {
+				return nil
+			}
+		}
+		buf = sc.buf
+	}
+	return nil
+}

@@ -1,0 +1,308 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Checkpoint files in the partition directory. Both are small text files
+// replaced atomically (temp file, fsync, rename, dir fsync):
+//
+//	line 1: format version, currently "0"
+//	line 2: offset, decimal
+//
+// recovery-point:   every batch below this offset was fsynced; Open
+//
+//	validates only segments that may hold data at or above it.
+//
+// log-start-offset: first offset visible to consumers, advanced by
+//
+//	DeleteRecordsBefore and retention; segments wholly below it
+//	are deleted on Open.
+const (
+	recoveryPointFile = "recovery-point"
+	logStartFile      = "log-start-offset"
+	checkpointVersion = "0"
+
+	recoveryChunk = 1 << 20
+)
+
+func writeCheckpoint(fsys FS, dir, name string, offset int64) error {
+	data := checkpointVersion + "\n" + strconv.FormatInt(offset, 10) + "\n"
+	return writeFileAtomic(fsys, dir, filepath.Join(dir, name), []byte(data))
+}
+
+// readCheckpoint returns ok=false for a missing or unreadable file; the
+// caller then falls back to the conservative choice (validate everything).
+func readCheckpoint(fsys FS, dir, name string) (int64, bool) {
+	b, err := readFile(fsys, filepath.Join(dir, name))
+	if err != nil {
+		return 0, false
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 || lines[0] != checkpointVersion {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(lines[1]), 10, 64)
+	if err != nil || v < 0 {
+		return 0, false
+	}
+	return v, true
+}
+
+// listSegments returns the base offsets of the .log files in dir and cleans
+// up leftovers: temp files and index files without a log.
+func listSegments(fsys FS, dir string) ([]int64, error) {
+	ents, err := fsys.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var bases []int64
+	have := map[int64]bool{}
+	var orphans []string
+	for _, e := range ents {
+		name := e.Name()
+		if e.IsDir() {
+			continue
+		}
+		if strings.HasSuffix(name, ".tmp") {
+			fsys.Remove(filepath.Join(dir, name))
+			continue
+		}
+		ext := filepath.Ext(name)
+		base, err := strconv.ParseInt(strings.TrimSuffix(name, ext), 10, 64)
+		if err != nil || len(name)-len(ext) != 20 {
+			continue
+		}
+		switch ext {
+		case extLog:
+			bases = append(bases, base)
+			have[base] = true
+		case extIndex, extTimeIndex:
+			orphans = append(orphans, name)
+		}
+	}
+	for _, name := range orphans {
+		ext := filepath.Ext(name)
+		base, _ := strconv.ParseInt(strings.TrimSuffix(name, ext), 10, 64)
+		if !have[base] {
+			fsys.Remove(filepath.Join(dir, name))
+		}
+	}
+	slices.Sort(bases)
+	return bases, nil
+}
+
+// recover rebuilds the in-memory state from disk. Segments that may hold
+// data past the recovery point are scanned batch by batch (framing, magic,
+// CRC, increasing offsets); the first bad batch and everything after it —
+// in its segment and in all later segments — is truncated away, because a
+// crash can tear only the unsynced tail. Older segments trust their indexes
+// if they pass a sanity check and are rescanned otherwise.
+func (l *Log) recover() error {
+	log := l.cfg.Logger.With("dir", l.dir)
+	bases, err := listSegments(l.fsys, l.dir)
+	if err != nil {
+		return err
+	}
+	logStart, _ := readCheckpoint(l.fsys, l.dir, logStartFile)
+	rp, hasRP := readCheckpoint(l.fsys, l.dir, recoveryPointFile)
+	if !hasRP {
+		rp = 0
+	}
+	// A crash after advancing the log start but before deleting files
+	// leaves segments wholly below it.
+	for len(bases) > 1 && bases[1] <= logStart {
+		newSegment(l.fsys, l.dir, bases[0]).removeFiles()
+		bases = bases[1:]
+	}
+
+	nowMs := l.cfg.Now().UnixMilli()
+	for i, base := range bases {
+		s := newSegment(l.fsys, l.dir, base)
+		if err := s.openFiles(false); err != nil {
+			return err
+		}
+		l.segs = append(l.segs, s)
+		st, err := s.log.Stat()
+		if err != nil {
+			return err
+		}
+		last := i == len(bases)-1
+		scan := last || bases[i+1] > rp
+		if !scan {
+			if err := s.loadIndexes(st.Size()); err != nil {
+				log.Warn("rebuilding segment indexes", "segment", base, "reason", err)
+				scan = true
+			}
+		}
+		truncated := false
+		if scan {
+			if truncated, err = s.scanAndRebuild(st.Size(), l.cfg.IndexIntervalBytes, !last, nowMs); err != nil {
+				return err
+			}
+			if truncated {
+				log.Warn("truncated corrupt or torn log tail", "segment", base, "valid_bytes", s.size, "file_bytes", st.Size())
+			}
+		}
+		if i > 0 && s.base != l.segs[i-1].next {
+			// Offsets must be contiguous across segments; a mismatch
+			// means an earlier segment lost its tail.
+			log.Warn("segment does not continue previous one; dropping it and later segments",
+				"segment", base, "expected", l.segs[i-1].next)
+			l.segs = l.segs[:i]
+			s.deleted.Store(true)
+			s.release()
+			truncated = true
+		}
+		if truncated {
+			for _, b := range bases[i+1:] {
+				newSegment(l.fsys, l.dir, b).removeFiles()
+			}
+			break
+		}
+	}
+
+	if len(l.segs) == 0 || l.active().next < logStart {
+		// Everything left is below the log start (data lost in a crash
+		// after DeleteRecords); restart empty at the start offset.
+		for _, s := range l.segs {
+			s.deleted.Store(true)
+			s.release()
+		}
+		s, err := createSegment(l.fsys, l.dir, logStart, nowMs)
+		if err != nil {
+			return err
+		}
+		l.segs = []*segment{s}
+	}
+	l.logStart = max(logStart, l.segs[0].base)
+	l.end = l.active().next
+	for _, s := range l.segs {
+		l.size += s.size
+	}
+	if l.logStart != logStart {
+		if err := writeCheckpoint(l.fsys, l.dir, logStartFile, l.logStart); err != nil {
+			return err
+		}
+	}
+	// Truncations and rebuilt indexes become durable before the recovery
+	// point moves past them.
+	for _, s := range l.segs {
+		if err := s.sync(); err != nil {
+			return err
+		}
+	}
+	return writeCheckpoint(l.fsys, l.dir, recoveryPointFile, l.end)
+}
+
+// loadIndexes trusts a sealed segment's index files after a sanity check,
+// then walks the few batches after the last index entry to learn the
+// segment's end offset and largest timestamp.
+func (s *segment) loadIndexes(size int64) error {
+	b, err := readFile(s.fsys, segmentName(s.dir, s.base, extIndex))
+	if err != nil {
+		return err
+	}
+	es, err := loadOffsetIndex(b, size)
+	if err != nil {
+		return err
+	}
+	var start int64
+	wantBase := s.base
+	if n := len(es); n > 0 {
+		start, wantBase = int64(es[n-1].pos), s.base+int64(es[n-1].rel)
+	}
+	sc := batchScanner{f: s.log, pos: start, limit: size, buf: make([]byte, 64<<10)}
+	next, maxTs, offMaxTs := s.base, int64(-1), int64(-1)
+	for first := true; ; first = false {
+		h, _, _, err := sc.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if first && h.BaseOffset != wantBase {
+			return fmt.Errorf("%w: last entry points at offset %d, want %d", errInsaneIndex, h.BaseOffset, wantBase)
+		}
+		if h.BaseOffset < next && !first {
+			return fmt.Errorf("%w: offsets not increasing at %d", errInsaneIndex, h.BaseOffset)
+		}
+		if h.MaxTimestamp > maxTs {
+			maxTs, offMaxTs = h.MaxTimestamp, h.BaseOffset
+		}
+		next = h.LastOffset() + 1
+	}
+	if size == 0 || !s.relOffsetFits(next-1) {
+		return fmt.Errorf("%w: empty or oversized sealed segment", errInsaneIndex)
+	}
+	tb, err := readFile(s.fsys, segmentName(s.dir, s.base, extTimeIndex))
+	if err != nil {
+		return err
+	}
+	tes, err := loadTimeIndex(tb, uint32(next-1-s.base))
+	if err != nil {
+		return err
+	}
+	if n := len(tes); n > 0 && tes[n-1].ts >= maxTs {
+		maxTs, offMaxTs = tes[n-1].ts, s.base+int64(tes[n-1].rel)
+	}
+	s.idx.entries, s.tidx.entries = es, tes
+	s.size, s.next, s.maxTs, s.offMaxTs = size, next, maxTs, offMaxTs
+	return nil
+}
+
+// scanAndRebuild validates every batch of the segment, truncates the file at
+// the first bad one and rewrites both indexes from what survived.
+func (s *segment) scanAndRebuild(size int64, interval int, sealed bool, nowMs int64) (truncated bool, err error) {
+	sc := batchScanner{f: s.log, limit: size, whole: true, buf: make([]byte, min(size, recoveryChunk))}
+	x := indexer{base: s.base, interval: interval, maxTs: -1, offMaxTs: -1}
+	next := s.base
+	s.rollBase = nowMs
+	for {
+		h, pos, _, err := sc.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if errors.Is(err, ErrCorruptBatch) {
+			break
+		}
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return false, err
+		}
+		if err != nil || h.BaseOffset < next || !s.relOffsetFits(h.LastOffset()) {
+			break
+		}
+		if pos == 0 && h.MaxTimestamp >= 0 {
+			// Kafka's segment.ms clock: the first batch's timestamp.
+			s.rollBase = h.MaxTimestamp
+		}
+		x.add(h, pos)
+		next = h.LastOffset() + 1
+		s.size = sc.pos
+	}
+	if s.size < size {
+		if err := s.log.Truncate(s.size); err != nil {
+			return false, err
+		}
+		truncated = true
+	}
+	if sealed {
+		x.maybeTime()
+	}
+	if err := writeIndexFile(s.idx.f, offsetIndexMagc, encodeIndexEntries(nil, x.idx)); err != nil {
+		s.idx.broken = true
+	}
+	if err := writeIndexFile(s.tidx.f, timeIndexMagic, encodeTimeEntries(nil, x.tim)); err != nil {
+		s.tidx.broken = true
+	}
+	s.idx.entries, s.tidx.entries = x.idx, x.tim
+	s.next, s.maxTs, s.offMaxTs, s.bytesSinceIndex = next, x.maxTs, x.offMaxTs, x.bytesSince
+	return truncated, nil
+}
