@@ -128,7 +128,7 @@ func (p *Partition) appendBatches(records []byte, headers []log.BatchHeader, opt
 	} else if ok {
 		return AppendResult{BaseOffset: dup, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset()}, nil
 	}
-	res, err := p.log.Append(records, opts)
+	res, err := p.log.AppendValidated(records, headers, opts)
 	if err != nil {
 		if errors.Is(err, log.ErrCorruptBatch) {
 			return AppendResult{}, fmt.Errorf("%w: %v", kerr.CorruptMessage, err)

@@ -166,6 +166,11 @@ func (n Node) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %q: %w", name, addr, err))
 		}
 	}
+	if host, _, err := net.SplitHostPort(n.AdvertisedKafkaAddr); err == nil {
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+			errs = append(errs, fmt.Errorf("advertised_kafka_addr %q: clients cannot connect to an unspecified address; set the address they should use", n.AdvertisedKafkaAddr))
+		}
+	}
 	if n.MaxRequestBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max_request_bytes %d: must be at least 1024", n.MaxRequestBytes))
 	}

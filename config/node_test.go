@@ -49,6 +49,7 @@ func TestLoadNodeDefaults(t *testing.T) {
 func TestLoadNodeRejectsInvalid(t *testing.T) {
 	for _, args := range [][]string{
 		{"--kafka-addr", "nonsense"},
+		{"--kafka-addr", "0.0.0.0:9092"},
 		{"--log-level", "loud"},
 		{"--set", "max_request_bytes=10"},
 		{"--set", "novalue"},

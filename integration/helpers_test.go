@@ -47,14 +47,18 @@ func produceAll(t testing.TB, cl *kgo.Client, recs []*kgo.Record, timeout time.D
 
 // consumeN consumes topics from the start with a fresh client until n
 // records arrived or timeout, then polls briefly to catch any extra
-// (duplicate) record. It fails unless exactly n records arrive.
+// (duplicate) record. It fails unless exactly n records arrive. With no
+// topics, opts must say what to consume (e.g. kgo.ConsumePartitions).
 func consumeN(t testing.TB, b *Broker, n int, timeout time.Duration, topics []string, opts ...kgo.Opt) []*kgo.Record {
 	t.Helper()
-	all := append([]kgo.Opt{
-		kgo.ConsumeTopics(topics...),
+	all := []kgo.Opt{
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(500 * time.Millisecond),
-	}, opts...)
+	}
+	if len(topics) > 0 {
+		all = append(all, kgo.ConsumeTopics(topics...))
+	}
+	all = append(all, opts...)
 	cl := b.Client(t, all...)
 	defer cl.Close()
 	out := make([]*kgo.Record, 0, n)

@@ -402,4 +402,31 @@ func TestWeirctlErrors(t *testing.T) {
 	w.fails(t, "UNKNOWN_TOPIC_OR_PARTITION", "topic", "describe", "no-such-topic")
 	w.fails(t, "--partitions", "topic", "create", "bad", "-p", "0")
 	w.fails(t, "INVALID_TOPIC_EXCEPTION", "topic", "create", "bad/name", "-p", "1")
+	w.fails(t, "INVALID_CONFIG", "topic", "create", "bad-config", "-c", "retention.ms=soon")
+}
+
+// TestWeirctlBenchBounded checks that bench always ends: by --duration, and
+// by the stall timeout when the topic holds fewer records than asked for.
+func TestWeirctlBenchBounded(t *testing.T) {
+	b := StartBroker(t)
+	w := newWeirctl(t, b)
+	const topic = "weirctl-bounded"
+
+	s := decodeJSON[wcBench](t, w.ok(t, "", "bench", "produce", topic, "-p", "1",
+		"--records", "1000000000", "--record-size", "10", "--duration", "1s", "--format", "json"))
+	if s.Stopped != "duration" || s.Records <= 0 || s.Records >= 1000000000 || s.Errors != 0 {
+		t.Errorf("duration-bounded produce: %+v", s)
+	}
+
+	// Ask for one more record than exists: consume must stall, say so,
+	// exit non-zero, and still report what it read.
+	r := w.exec(t, 60*time.Second, "", "bench", "consume", topic, "--records", fmt.Sprint(s.Records+1),
+		"--timeout", "2s", "--format", "json")
+	if r.exitCode == 0 || !strings.Contains(r.stderr, "no record completed") {
+		t.Fatalf("want a stall error:\n%s", r)
+	}
+	c := decodeJSON[wcBench](t, r)
+	if c.Stopped != "stalled" || c.Records != s.Records {
+		t.Errorf("stalled consume read %d of %d records: %+v", c.Records, s.Records, c)
+	}
 }

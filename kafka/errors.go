@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -21,11 +22,20 @@ func errorCode(err error) int16 {
 }
 
 // errorMessage is the text for the error_message fields of newer
-// versions: the detail the broker wrapped around the code.
+// versions: the detail the broker wrapped around the code, without the
+// code's own name and description, which clients print themselves.
 func errorMessage(err error) *string {
 	if err == nil {
 		return nil
 	}
 	msg := err.Error()
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		msg = strings.TrimPrefix(msg, ke.Error())
+		msg = strings.TrimPrefix(msg, ": ")
+	}
+	if msg == "" {
+		return nil
+	}
 	return &msg
 }

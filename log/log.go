@@ -196,6 +196,14 @@ func (l *Log) Append(records []byte, opts AppendOptions) (AppendResult, error) {
 	if err != nil {
 		return AppendResult{}, err
 	}
+	return l.AppendValidated(records, hs, opts)
+}
+
+// AppendValidated is Append for records the caller has just validated:
+// hs must be what ValidateBatches returned for exactly these bytes. The
+// produce path validates before its idempotence checks and so would
+// otherwise compute every batch's CRC twice.
+func (l *Log) AppendValidated(records []byte, hs []BatchHeader, opts AppendOptions) (AppendResult, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	cfg, err := l.writable()
@@ -210,7 +218,7 @@ func (l *Log) Append(records []byte, opts AppendOptions) (AppendResult, error) {
 	// The writer is the only mutator, so reading segs/end without mu is safe.
 	seg, next := l.active(), l.end
 	if l.shouldRoll(seg, cfg, int64(len(records)), next+count-1, nowMs) {
-		if seg, err = l.roll(); err != nil {
+		if seg, err = l.roll(cfg.IndexIntervalBytes); err != nil {
 			return AppendResult{}, err
 		}
 	}
@@ -267,9 +275,9 @@ func (l *Log) shouldRoll(s *segment, cfg Config, n, lastOffset, nowMs int64) boo
 
 // roll seals the active segment (final time index entry, fsync) and starts
 // a new one at the end offset. Caller holds appendMu.
-func (l *Log) roll() (*segment, error) {
+func (l *Log) roll(indexInterval int) (*segment, error) {
 	old := l.active()
-	x := old.newIndexer(l.cfg.IndexIntervalBytes)
+	x := old.newIndexer(indexInterval)
 	x.maybeTime()
 	old.writeIndexes(&x)
 	l.mu.Lock()

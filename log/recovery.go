@@ -105,7 +105,7 @@ func listSegments(fsys FS, dir string) ([]int64, error) {
 // crash can tear only the unsynced tail. Older segments trust their indexes
 // if they pass a sanity check and are rescanned otherwise.
 func (l *Log) recover() error {
-	log := l.cfg.Logger.With("dir", l.dir)
+	lg := l.cfg.Logger.With("dir", l.dir)
 	bases, err := listSegments(l.fsys, l.dir)
 	if err != nil {
 		return err
@@ -123,6 +123,9 @@ func (l *Log) recover() error {
 	}
 
 	nowMs := l.cfg.Now().UnixMilli()
+	// Only segments recovery rewrote need an fsync before the recovery
+	// point moves; syncing every sealed segment would make Open O(log).
+	var dirty []*segment
 	for i, base := range bases {
 		s := newSegment(l.fsys, l.dir, base)
 		if err := s.openFiles(false); err != nil {
@@ -137,7 +140,7 @@ func (l *Log) recover() error {
 		scan := last || bases[i+1] > rp
 		if !scan {
 			if err := s.loadIndexes(st.Size()); err != nil {
-				log.Warn("rebuilding segment indexes", "segment", base, "reason", err)
+				lg.Warn("rebuilding segment indexes", "segment", base, "reason", err)
 				scan = true
 			}
 		}
@@ -146,14 +149,15 @@ func (l *Log) recover() error {
 			if truncated, err = s.scanAndRebuild(st.Size(), l.cfg.IndexIntervalBytes, !last, nowMs); err != nil {
 				return err
 			}
+			dirty = append(dirty, s)
 			if truncated {
-				log.Warn("truncated corrupt or torn log tail", "segment", base, "valid_bytes", s.size, "file_bytes", st.Size())
+				lg.Warn("truncated corrupt or torn log tail", "segment", base, "valid_bytes", s.size, "file_bytes", st.Size())
 			}
 		}
 		if i > 0 && s.base != l.segs[i-1].next {
 			// Offsets must be contiguous across segments; a mismatch
 			// means an earlier segment lost its tail.
-			log.Warn("segment does not continue previous one; dropping it and later segments",
+			lg.Warn("segment does not continue previous one; dropping it and later segments",
 				"segment", base, "expected", l.segs[i-1].next)
 			l.segs = l.segs[:i]
 			s.deleted.Store(true)
@@ -180,6 +184,7 @@ func (l *Log) recover() error {
 			return err
 		}
 		l.segs = []*segment{s}
+		dirty = append(dirty, s)
 	}
 	l.logStart = max(logStart, l.segs[0].base)
 	l.end = l.active().next
@@ -193,9 +198,11 @@ func (l *Log) recover() error {
 	}
 	// Truncations and rebuilt indexes become durable before the recovery
 	// point moves past them.
-	for _, s := range l.segs {
-		if err := s.sync(); err != nil {
-			return err
+	for _, s := range dirty {
+		if s.refs.Load() > 0 && !s.deleted.Load() {
+			if err := s.sync(); err != nil {
+				return err
+			}
 		}
 	}
 	return writeCheckpoint(l.fsys, l.dir, recoveryPointFile, l.end)

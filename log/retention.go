@@ -59,7 +59,7 @@ func (l *Log) EnforceRetention() (removedSegments int, err error) {
 		return 0, nil
 	}
 	if n == len(l.segs) {
-		if _, err := l.roll(); err != nil {
+		if _, err := l.roll(cfg.IndexIntervalBytes); err != nil {
 			return 0, err
 		}
 	}

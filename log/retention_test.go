@@ -146,3 +146,34 @@ func TestOpenRemovesSegmentsBelowStart(t *testing.T) {
 		t.Fatalf("segment below start not removed")
 	}
 }
+
+// A reader pinning a segment keeps its file alive across deletion; the file
+// disappears when the reader releases it.
+func TestDeletionWaitsForReaders(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(nil)
+	cfg.SegmentBytes = 300
+	l := mustOpen(t, dir, cfg)
+	defer l.Close()
+	for i := 0; i < 3; i++ {
+		mustAppend(t, l, simpleBatch(t, 1, 1, 200))
+	}
+	l.mu.RLock()
+	pinned := l.segs[0]
+	pinned.acquire()
+	l.mu.RUnlock()
+	if err := l.DeleteRecordsBefore(2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(segFile(dir, 0, extLog)); err != nil {
+		t.Fatalf("file removed while pinned: %v", err)
+	}
+	sc := batchScanner{f: pinned.log, limit: pinned.size, whole: true}
+	if _, _, _, err := sc.next(); err != nil {
+		t.Fatalf("pinned segment unreadable: %v", err)
+	}
+	pinned.release()
+	if _, err := os.Stat(segFile(dir, 0, extLog)); !os.IsNotExist(err) {
+		t.Fatalf("file not removed after release: %v", err)
+	}
+}

@@ -379,6 +379,11 @@ func benchProduce(parent context.Context, g *globalOptions, cl *kgo.Client, errO
 	stopMon()
 
 	reason, runErr := stopReason(parent, ctx)
+	if run.done.Load() >= o.records {
+		// The last acks can land just as --duration or Ctrl-C fires;
+		// a complete run is complete regardless.
+		reason, runErr = stopRecords, nil
+	}
 	if runErr == nil && flushErr != nil {
 		reason, runErr = stopFailed, g.describeCallErr("waiting for acks", flushErr)
 	}
@@ -524,6 +529,9 @@ func benchConsume(parent context.Context, g *globalOptions, errOut io.Writer, to
 	}
 	reason, runErr := stopReason(parent, ctx)
 	done := min(run.done.Load(), o.records)
+	if done == o.records {
+		reason, runErr = stopRecords, nil
+	}
 	sum := newSummary("consume", topic, done, run.bytes.Load(), run.errs.Load(), run.elapsed(), all)
 	sum.Stopped = reason
 	return &sum, runErr

@@ -136,3 +136,50 @@ func TestCommandFlagValidation(t *testing.T) {
 		}
 	}
 }
+
+func TestProduceFailuresAgainstDeadBroker(t *testing.T) {
+	// Every record fails once delivery times out; the command must say so
+	// per record (capped), exit non-zero, and not hang.
+	stdin := strings.Repeat("v\n", 25)
+	stdout, stderr, err := run(t, stdin, "--brokers", "127.0.0.1:1", "--timeout", "1s", "produce", "t")
+	wantErrContains(t, err, "25 of 25 records failed")
+	if stdout != "" {
+		t.Errorf("failures must not print offsets: %q", stdout)
+	}
+	if n := strings.Count(stderr, "line "); n != maxShownRecordErrors {
+		t.Errorf("got %d per-record error lines, want %d:\n%s", n, maxShownRecordErrors, stderr)
+	}
+	if !strings.Contains(stderr, "not shown") {
+		t.Errorf("suppression note missing:\n%s", stderr)
+	}
+
+	stdout, _, err = run(t, "a\nb\n", "--brokers", "127.0.0.1:1", "--timeout", "1s", "--format", "json", "produce", "t")
+	wantErrContains(t, err, "2 of 2 records failed")
+	if n := strings.Count(stdout, `"error":`); n != 2 {
+		t.Errorf("JSON mode must report each failure on stdout:\n%s", stdout)
+	}
+}
+
+func TestEmptyInputProducesNothing(t *testing.T) {
+	stdout, _, err := run(t, "", "--brokers", "127.0.0.1:1", "--timeout", "1s", "produce", "t")
+	if err != nil || stdout != "" {
+		t.Fatalf("empty stdin: %q, %v", stdout, err)
+	}
+}
+
+func TestBenchAgainstDeadBrokerFailsFast(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "produce", "t", "--records", "10"},
+		{"bench", "produce", "t", "--records", "10", "--partitions", "3"},
+		{"bench", "consume", "t", "--records", "10"},
+	} {
+		start := time.Now()
+		_, _, err := run(t, "", append([]string{"--brokers", "127.0.0.1:1", "--timeout", "500ms"}, args...)...)
+		if err == nil {
+			t.Errorf("%v: want error", args)
+		}
+		if el := time.Since(start); el > 5*time.Second {
+			t.Errorf("%v: took %s", args, el)
+		}
+	}
+}

@@ -128,6 +128,8 @@ func parseAcks(s string) (kgo.Acks, error) {
 	return kgo.AllISRAcks(), fmt.Errorf("--acks must be -1 (all), 1 or 0; got %q", s)
 }
 
+const maxShownRecordErrors = 10
+
 // produceResult is the JSON shape of one produced record.
 type produceResult struct {
 	Line         int    `json:"line"`
@@ -206,6 +208,7 @@ func produceLines(ctx context.Context, g *globalOptions, cl *kgo.Client, in io.R
 		firstErr error
 		writeErr error
 	)
+	shownErrs := 0
 	ordered := newInOrder(func(r produceResult) {
 		if writeErr != nil {
 			return
@@ -214,7 +217,14 @@ func produceLines(ctx context.Context, g *globalOptions, cl *kgo.Client, in io.R
 		case g.format == formatJSON:
 			writeErr = writeJSONLine(out, r)
 		case r.Error != "":
-			fmt.Fprintf(errOut, "line %d: %s\n", r.Line, joinErr(r.Error, r.ErrorMessage))
+			// A dead broker fails every record the same way; a wall of
+			// identical lines would bury the summary error.
+			shownErrs++
+			if shownErrs <= maxShownRecordErrors {
+				fmt.Fprintf(errOut, "line %d: %s\n", r.Line, joinErr(r.Error, r.ErrorMessage))
+			} else if shownErrs == maxShownRecordErrors+1 {
+				fmt.Fprintln(errOut, "(further record errors not shown)")
+			}
 		default:
 			_, writeErr = fmt.Fprintf(out, "%d@%d\n", r.Partition, r.Offset)
 		}
