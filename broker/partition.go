@@ -111,19 +111,15 @@ type AppendResult struct {
 	LogStartOffset int64
 }
 
-// appendBatches validates records and appends them, applying the
-// idempotent producer checks. headers are the already validated batch
-// headers of records.
-func (p *Partition) appendBatches(records []byte, headers []log.BatchHeader, opts log.AppendOptions) (AppendResult, error) {
+// appendBatch appends one validated batch (headers holds its header),
+// applying the idempotent producer checks.
+func (p *Partition) appendBatch(records []byte, headers []log.BatchHeader, opts log.AppendOptions) (AppendResult, error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if p.deleted.Load() {
 		return AppendResult{}, kerr.UnknownTopicOrPartition
 	}
-	// Kafka's producers send one batch per partition; a request with
-	// several batches of one producer is checked batch by batch against
-	// the state as it would be after the earlier ones.
-	if dup, ok, err := p.producers.check(headers); err != nil {
+	if dup, ok, err := p.producers.check(headers[0]); err != nil {
 		return AppendResult{}, err
 	} else if ok {
 		return AppendResult{BaseOffset: dup, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset()}, nil
@@ -135,12 +131,9 @@ func (p *Partition) appendBatches(records []byte, headers []log.BatchHeader, opt
 		}
 		return AppendResult{}, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 	}
-	offset := res.BaseOffset
-	for _, h := range headers {
-		h.BaseOffset = offset
-		p.producers.record(h)
-		offset += int64(h.LastOffsetDelta) + 1
-	}
+	h := headers[0]
+	h.BaseOffset = res.BaseOffset
+	p.producers.record(h)
 	p.hwm.Store(p.log.EndOffset())
 	p.wake()
 	return AppendResult{BaseOffset: res.BaseOffset, LogAppendTime: res.LogAppendTime, LogStartOffset: res.LogStartOffset}, nil

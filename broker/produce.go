@@ -9,10 +9,16 @@ import (
 	"github.com/weir-broker/weir/log"
 )
 
+// ProduceOptions carry what the request's version allows.
+type ProduceOptions struct {
+	// AllowZstd is false below Produce v7, which predates zstd (KIP-110).
+	AllowZstd bool
+}
+
 // Produce appends a partition's records from a produce request. records
 // is modified in place (offsets, epoch and timestamps are stamped into
 // it) and may be retained by nothing after Produce returns.
-func (b *Broker) Produce(topic string, partition int32, records []byte) (AppendResult, error) {
+func (b *Broker) Produce(topic string, partition int32, records []byte, opts ProduceOptions) (AppendResult, error) {
 	t := b.Topic(topic)
 	if t == nil {
 		var err error
@@ -29,23 +35,17 @@ func (b *Broker) Produce(topic string, partition int32, records []byte) (AppendR
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("%w: %v", kerr.CorruptMessage, err)
 	}
-	maxBatch := configInt(entries, "max.message.bytes")
-	for _, h := range headers {
-		if int64(h.Size()) > maxBatch {
-			return AppendResult{}, fmt.Errorf("%w: batch of %d bytes is above max.message.bytes %d", kerr.MessageTooLarge, h.Size(), maxBatch)
-		}
-		if h.Attributes&0x10 != 0 {
-			return AppendResult{}, fmt.Errorf("%w: transactional batches are not supported", kerr.InvalidRecord)
-		}
+	if err := checkProducedBatches(headers, configInt(entries, "max.message.bytes"), opts); err != nil {
+		return AppendResult{}, err
 	}
 	if seg := configInt(entries, "segment.bytes"); int64(len(records)) > seg {
 		return AppendResult{}, fmt.Errorf("%w: %d bytes is above segment.bytes %d", kerr.RecordListTooLarge, len(records), seg)
 	}
-	opts := log.AppendOptions{LeaderEpoch: 0}
+	appendOpts := log.AppendOptions{LeaderEpoch: 0}
 	if configValue(entries, "message.timestamp.type") == "LogAppendTime" {
-		opts.LogAppendTime = b.now().UnixMilli()
+		appendOpts.LogAppendTime = b.now().UnixMilli()
 	}
-	return p.appendBatches(records, headers, opts)
+	return p.appendBatch(records, headers, appendOpts)
 }
 
 // autoCreate creates a topic on first use when the cluster allows it.
@@ -71,4 +71,27 @@ func (b *Broker) AutoCreate(name string) (*Topic, error) {
 		return nil, err
 	}
 	return b.autoCreate(name)
+}
+
+// checkProducedBatches applies the rules Kafka applies to batches from
+// clients (ProduceRequest.validateRecords, LogValidator), beyond framing
+// and CRC.
+func checkProducedBatches(headers []log.BatchHeader, maxBatch int64, opts ProduceOptions) error {
+	if len(headers) != 1 {
+		return fmt.Errorf("%w: produce v3+ carries exactly one record batch per partition, got %d", kerr.InvalidRecord, len(headers))
+	}
+	h := headers[0]
+	switch {
+	case int64(h.Size()) > maxBatch:
+		return fmt.Errorf("%w: batch of %d bytes is above max.message.bytes %d", kerr.MessageTooLarge, h.Size(), maxBatch)
+	case h.IsControl():
+		return fmt.Errorf("%w: clients may not write control batches", kerr.InvalidRecord)
+	case h.IsTransactional():
+		return fmt.Errorf("%w: transactional batches are not supported", kerr.InvalidRecord)
+	case h.ProducerID >= 0 && h.BaseSequence < 0:
+		return fmt.Errorf("%w: producer %d sent base sequence %d", kerr.InvalidRecord, h.ProducerID, h.BaseSequence)
+	case h.Compression() == log.CompressionZstd && !opts.AllowZstd:
+		return fmt.Errorf("%w: zstd needs produce v7 or later", kerr.UnsupportedCompressionType)
+	}
+	return nil
 }

@@ -60,41 +60,33 @@ func lastSeqOf(h log.BatchHeader) int32 {
 	return int32((int64(h.BaseSequence) + int64(h.LastOffsetDelta)) % (math.MaxInt32 + 1))
 }
 
-// check decides whether the batches may be appended. It returns the base
-// offset of the original append when the request is a retry of a batch
-// already in the log.
-func (t *producerTable) check(headers []log.BatchHeader) (dupOffset int64, dup bool, err error) {
-	for i, h := range headers {
-		if h.ProducerID < 0 {
-			continue
+// check decides whether a batch may be appended. It returns the base
+// offset of the original append when the batch is a retry of one already
+// in the log.
+func (t *producerTable) check(h log.BatchHeader) (dupOffset int64, dup bool, err error) {
+	if h.ProducerID < 0 {
+		return 0, false, nil
+	}
+	e := t.m[h.ProducerID]
+	switch {
+	case e == nil:
+		// A producer this partition has no state for (new, or its
+		// batches were removed by retention) may start anywhere, as in
+		// Kafka.
+		return 0, false, nil
+	case h.ProducerEpoch < e.epoch:
+		return 0, false, fmt.Errorf("%w: producer %d epoch %d is older than %d", kerr.InvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.epoch)
+	case h.ProducerEpoch > e.epoch:
+		if h.BaseSequence != 0 {
+			return 0, false, fmt.Errorf("%w: producer %d new epoch %d must start at sequence 0, not %d", kerr.OutOfOrderSequenceNumber, h.ProducerID, h.ProducerEpoch, h.BaseSequence)
 		}
-		if i > 0 && headers[i-1].ProducerID == h.ProducerID {
-			return 0, false, fmt.Errorf("%w: several batches of producer %d in one request", kerr.InvalidRecord, h.ProducerID)
-		}
-		e := t.m[h.ProducerID]
-		if e == nil {
-			// A producer this partition has no state for (new, or its
-			// batches were removed by retention) may start anywhere.
-			continue
-		}
-		switch {
-		case h.ProducerEpoch < e.epoch:
-			return 0, false, fmt.Errorf("%w: producer %d epoch %d is older than %d", kerr.InvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.epoch)
-		case h.ProducerEpoch > e.epoch:
-			if h.BaseSequence != 0 {
-				return 0, false, fmt.Errorf("%w: producer %d new epoch %d must start at sequence 0, not %d", kerr.OutOfOrderSequenceNumber, h.ProducerID, h.ProducerEpoch, h.BaseSequence)
-			}
-			continue
-		}
-		if b, ok := e.find(h.BaseSequence, lastSeqOf(h)); ok {
-			if len(headers) == 1 {
-				return b.baseOffset, true, nil
-			}
-			return 0, false, fmt.Errorf("%w: producer %d resent sequence %d inside a multi-batch request", kerr.DuplicateSequenceNumber, h.ProducerID, h.BaseSequence)
-		}
-		if want := nextSeq(e.last().lastSeq); h.BaseSequence != want {
-			return 0, false, fmt.Errorf("%w: producer %d sent sequence %d, expected %d", kerr.OutOfOrderSequenceNumber, h.ProducerID, h.BaseSequence, want)
-		}
+		return 0, false, nil
+	}
+	if b, ok := e.find(h.BaseSequence, lastSeqOf(h)); ok {
+		return b.baseOffset, true, nil
+	}
+	if want := nextSeq(e.last().lastSeq); h.BaseSequence != want {
+		return 0, false, fmt.Errorf("%w: producer %d sent sequence %d, expected %d", kerr.OutOfOrderSequenceNumber, h.ProducerID, h.BaseSequence, want)
 	}
 	return 0, false, nil
 }

@@ -85,17 +85,17 @@ func TestCreateTopicValidation(t *testing.T) {
 func TestProduceValidation(t *testing.T) {
 	b := openTestBroker(t, t.TempDir())
 	mustCreate(t, b, "v", 1, map[string]string{"max.message.bytes": "2000"})
-	_, err := b.Produce("missing", 0, logtest.Batch{}.Encode())
+	_, err := b.Produce("missing", 0, logtest.Batch{}.Encode(), ProduceOptions{AllowZstd: true})
 	wantCode(t, err, kerr.UnknownTopicOrPartition)
-	_, err = b.Produce("v", 3, logtest.Batch{}.Encode())
+	_, err = b.Produce("v", 3, logtest.Batch{}.Encode(), ProduceOptions{AllowZstd: true})
 	wantCode(t, err, kerr.UnknownTopicOrPartition)
-	_, err = b.Produce("v", 0, logtest.Batch{Records: 1, ValueSize: 5000}.Encode())
+	_, err = b.Produce("v", 0, logtest.Batch{Records: 1, ValueSize: 5000}.Encode(), ProduceOptions{AllowZstd: true})
 	wantCode(t, err, kerr.MessageTooLarge)
 	corrupt := logtest.Batch{Records: 2}.Encode()
 	corrupt[len(corrupt)-1] ^= 0xff
-	_, err = b.Produce("v", 0, corrupt)
+	_, err = b.Produce("v", 0, corrupt, ProduceOptions{})
 	wantCode(t, err, kerr.CorruptMessage)
-	_, err = b.Produce("v", 0, []byte{1, 2, 3})
+	_, err = b.Produce("v", 0, []byte{1, 2, 3}, ProduceOptions{})
 	wantCode(t, err, kerr.CorruptMessage)
 	if hwm := b.Topic("v").Partition(0).HighWatermark(); hwm != 0 {
 		t.Fatalf("refused produce wrote data: hwm %d", hwm)
@@ -104,7 +104,7 @@ func TestProduceValidation(t *testing.T) {
 
 func TestAutoCreate(t *testing.T) {
 	b := openTestBroker(t, t.TempDir())
-	_, err := b.Produce("auto", 0, logtest.Batch{}.Encode())
+	_, err := b.Produce("auto", 0, logtest.Batch{}.Encode(), ProduceOptions{AllowZstd: true})
 	wantCode(t, err, kerr.UnknownTopicOrPartition)
 	if err := b.Properties().Set("auto_create_topics_enabled", "true"); err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func TestAutoCreate(t *testing.T) {
 	if err := b.Properties().Set("default_topic_partitions", "3"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Produce("auto", 2, logtest.Batch{}.Encode()); err != nil {
+	if _, err := b.Produce("auto", 2, logtest.Batch{}.Encode(), ProduceOptions{AllowZstd: true}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(b.Topic("auto").Partitions()); n != 3 {
@@ -125,7 +125,7 @@ func TestLogAppendTimeTopic(t *testing.T) {
 	now := time.UnixMilli(1_800_000_000_000)
 	b.now = func() time.Time { return now }
 	mustCreate(t, b, "lat", 1, map[string]string{"message.timestamp.type": "LogAppendTime"})
-	res, err := b.Produce("lat", 0, logtest.Batch{Records: 2, Timestamp: 5}.Encode())
+	res, err := b.Produce("lat", 0, logtest.Batch{Records: 2, Timestamp: 5}.Encode(), ProduceOptions{AllowZstd: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,5 +211,22 @@ func TestRetentionFollowsTopicConfig(t *testing.T) {
 	}
 	if err := b.AlterTopicConfig("ret", []ConfigOp{{Name: "retention.bytes", Value: "lots"}}, false); !errors.Is(err, kerr.InvalidConfig) {
 		t.Fatalf("invalid value accepted: %v", err)
+	}
+}
+
+// TestProducedBatchRules: what Kafka refuses from clients beyond CRC.
+func TestProducedBatchRules(t *testing.T) {
+	b := openTestBroker(t, t.TempDir())
+	mustCreate(t, b, "rules", 1, nil)
+	two := logtest.Concat(logtest.Batch{}.Encode(), logtest.Batch{}.Encode())
+	_, err := b.Produce("rules", 0, two, ProduceOptions{AllowZstd: true})
+	wantCode(t, err, kerr.InvalidRecord)
+
+	noSeq := logtest.Batch{Idempotent: true, ProducerID: 5, BaseSequence: -1}.Encode()
+	_, err = b.Produce("rules", 0, noSeq, ProduceOptions{AllowZstd: true})
+	wantCode(t, err, kerr.InvalidRecord)
+
+	if hwm := b.Topic("rules").Partition(0).HighWatermark(); hwm != 0 {
+		t.Fatalf("refused batches were written: hwm %d", hwm)
 	}
 }

@@ -110,6 +110,20 @@ func TestAdmin(t *testing.T) {
 		if r := resp["admin-zero-partitions"]; !errors.Is(r.Err, kerr.InvalidPartitions) {
 			t.Errorf("creating a topic with 0 partitions: error %v, want INVALID_PARTITIONS (37)", r.Err)
 		}
+		resp, err = adm.CreateTopics(ctx(), 1, 3, nil, "admin-rf3")
+		if err != nil {
+			t.Fatalf("CreateTopics: %v", err)
+		}
+		if r := resp["admin-rf3"]; !errors.Is(r.Err, kerr.InvalidReplicationFactor) {
+			t.Errorf("creating a topic with replication factor 3 on one broker: error %v, want INVALID_REPLICATION_FACTOR (38)", r.Err)
+		}
+		resp, err = adm.CreateTopics(ctx(), 1, 1, map[string]*string{"no.such.config": kmsg.StringPtr("1")}, "admin-badcfg")
+		if err != nil {
+			t.Fatalf("CreateTopics: %v", err)
+		}
+		if r := resp["admin-badcfg"]; !errors.Is(r.Err, kerr.InvalidConfig) {
+			t.Errorf("creating a topic with config no.such.config: error %v, want INVALID_CONFIG (40)", r.Err)
+		}
 		resp, err = adm.CreateTopics(ctx(), 1, 1, nil, "bad/name")
 		if err != nil {
 			t.Fatalf("CreateTopics: %v", err)
@@ -154,6 +168,24 @@ func TestAdmin(t *testing.T) {
 		c, ok = describeTopicConfig(t, adm, topic, "segment.bytes")
 		if ok && c.Source == kmsg.ConfigSourceDynamicTopicConfig {
 			t.Errorf("segment.bytes was never set but has source DYNAMIC_TOPIC_CONFIG (value %q)", c.MaybeValue())
+		}
+		// Only the requested keys.
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType = kmsg.ConfigResourceTypeTopic
+		rr.ResourceName = topic
+		rr.ConfigNames = []string{"retention.ms", "segment.bytes"}
+		req.Resources = append(req.Resources, rr)
+		dresp := b.RawRequest(t, req).(*kmsg.DescribeConfigsResponse)
+		if len(dresp.Resources) != 1 || dresp.Resources[0].ErrorCode != 0 {
+			t.Fatalf("DescribeConfigs with keys: %+v", dresp.Resources)
+		}
+		var names []string
+		for _, c := range dresp.Resources[0].Configs {
+			names = append(names, c.Name)
+		}
+		if len(names) != 2 {
+			t.Errorf("DescribeConfigs for [retention.ms segment.bytes] returned %v", names)
 		}
 		// Unknown topic.
 		rcs, err := adm.DescribeTopicConfigs(ctx(), "admin-no-such-topic")

@@ -608,3 +608,83 @@ func TestFetchLongPoll(t *testing.T) {
 		}
 	})
 }
+
+// TestFetchMinBytesAccumulates: a long poll over two partitions with
+// min_bytes larger than one batch is not answered by the first produce; it
+// is answered once the second produce (another partition) brings enough
+// bytes, and carries both.
+func TestFetchMinBytesAccumulates(t *testing.T) {
+	b := StartBroker(t)
+	vers := apiVersions(t, b.KafkaAddr)
+	const topic = "minbytes"
+	CreateTopic(t, b, topic, 2, nil)
+	pv := produceVersion(t, vers)
+	pc := dialRaw(t, b.KafkaAddr)
+	batch := func(v string) []byte {
+		return buildBatch(batchOpts{}, []rec{{Value: append([]byte(v), bytes.Repeat([]byte{'m'}, 200)...)}})
+	}
+	one := len(batch("p0"))
+
+	fc := dialRaw(t, b.KafkaAddr)
+	spec := fetchSpec{MaxWaitMs: 8000, MinBytes: int32(one + one/2), MaxBytes: 1 << 20, Parts: []fetchPart{
+		{Topic: topic, Partition: 0, MaxBytes: 1 << 20},
+		{Topic: topic, Partition: 1, MaxBytes: 1 << 20},
+	}}
+	req := buildFetch(11, spec)
+	sent := time.Now()
+	corr := fc.Send(req)
+	time.Sleep(300 * time.Millisecond)
+	if r := produceRaw(t, pc, pv, -1, topic, 0, batch("p0")); r.ErrorCode != 0 {
+		t.Fatalf("produce p0: %d", r.ErrorCode)
+	}
+	// The fetch must still be parked: one batch is below min_bytes.
+	if fr, err := fc.ReadFrame(700 * time.Millisecond); err == nil {
+		resp, perr := parseResponse(req, fr, corr, 11)
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		n := 0
+		for _, g := range flatten(11, resp.(*kmsg.FetchResponse)) {
+			n += len(g.p.RecordBatches)
+		}
+		t.Fatalf("fetch with min_bytes=%d answered after %v with %d record bytes, after one %d-byte batch (below min_bytes, max_wait 8000 not elapsed)",
+			spec.MinBytes, time.Since(sent).Round(time.Millisecond), n, one)
+	}
+	if r := produceRaw(t, pc, pv, -1, topic, 1, batch("p1")); r.ErrorCode != 0 {
+		t.Fatalf("produce p1: %d", r.ErrorCode)
+	}
+	resp := fc.Recv(req, corr, 11, 15*time.Second).(*kmsg.FetchResponse)
+	elapsed := time.Since(sent)
+	got := flatten(11, resp)
+	if len(got) != 2 || len(got[0].p.RecordBatches) == 0 || len(got[1].p.RecordBatches) == 0 {
+		t.Fatalf("fetch after both produces: %+v, want data from both partitions", got)
+	}
+	if elapsed >= 7500*time.Millisecond {
+		t.Errorf("fetch answered after %v: the second produce did not wake it", elapsed.Round(time.Millisecond))
+	}
+}
+
+// TestFetchMaxBytesClusterCap: cluster.fetch_max_bytes caps what a fetch
+// returns even when the client asks for more.
+func TestFetchMaxBytesClusterCap(t *testing.T) {
+	b := StartBroker(t, WithSet("cluster.fetch_max_bytes", "4096"))
+	vers := apiVersions(t, b.KafkaAddr)
+	const topic = "fetchcap"
+	CreateTopic(t, b, topic, 1, nil)
+	pv := produceVersion(t, vers)
+	rc := dialRaw(t, b.KafkaAddr)
+	var size int
+	for i := range 10 {
+		bt := buildBatch(batchOpts{}, []rec{{Value: bytes.Repeat([]byte{byte('a' + i)}, 1000)}})
+		size = len(bt)
+		if r := produceRaw(t, rc, pv, -1, topic, 0, bt); r.ErrorCode != 0 {
+			t.Fatalf("produce: %d", r.ErrorCode)
+		}
+	}
+	resp := fetchV(t, rc, 11, fetchSpec{MaxBytes: 50 << 20, Parts: []fetchPart{{Topic: topic, Partition: 0, MaxBytes: 50 << 20}}})
+	p := onlyPartition(t, resp, topic, 0)
+	batches, _ := splitBatches(t, p.RecordBatches)
+	if len(p.RecordBatches) > 4096 || len(batches) != 4096/size {
+		t.Errorf("fetch asking for 50 MiB with fetch_max_bytes=4096: %d bytes in %d whole batches of %d, want at most 4096 bytes (%d whole batches)", len(p.RecordBatches), len(batches), size, 4096/size)
+	}
+}

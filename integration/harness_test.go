@@ -336,7 +336,7 @@ func (b *Broker) launch() error {
 	cmd := exec.Command(b.bin, b.args...)
 	cmd.Stdout = f
 	cmd.Stderr = f
-	cmd.Dir = b.DataDir
+	cmd.Dir = filepath.Dir(b.logPath) // exists even if the data dir does not yet
 	setProcAttrs(cmd)
 	if err := cmd.Start(); err != nil {
 		f.Close()

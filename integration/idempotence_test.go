@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -151,13 +153,22 @@ func TestIdempotentProduceRaw(t *testing.T) {
 	if r.ErrorCode != 0 || r.BaseOffset != total {
 		t.Errorf("new producer seq 0: error %d base offset %d, want 0 and %d", r.ErrorCode, r.BaseOffset, total)
 	}
-	// A new producer that starts with a non-zero sequence is out of order.
+	// A producer the partition has no state for may start at any sequence
+	// (Kafka accepts it, so producer state can expire); some brokers reject
+	// it as out of order. Either way, from then on sequences are enforced.
 	pid3, epoch3 := initProducerID(t, rc, vers)
 	r = produceRaw(t, rc, pv, -1, topic, 0, buildBatch(idemOpts(pid3, epoch3, 7), idemRecs(100, 1)))
-	// (Kafka answers OUT_OF_ORDER_SEQUENCE_NUMBER or, in older versions,
-	// UNKNOWN_PRODUCER_ID.)
-	if r.ErrorCode != errOutOfOrderSequence && r.ErrorCode != errUnknownProducerID {
-		t.Errorf("new producer's first batch with sequence 7 (expected 0): error %d base offset %d, want %d (OUT_OF_ORDER_SEQUENCE_NUMBER) or %d (UNKNOWN_PRODUCER_ID)", r.ErrorCode, r.BaseOffset, errOutOfOrderSequence, errUnknownProducerID)
+	switch r.ErrorCode {
+	case 0:
+		if r2 := produceRaw(t, rc, pv, -1, topic, 0, buildBatch(idemOpts(pid3, epoch3, 8), idemRecs(101, 1))); r2.ErrorCode != 0 || r2.BaseOffset != r.BaseOffset+1 {
+			t.Errorf("producer that started at sequence 7, next sequence 8: error %d offset %d, want 0 and %d", r2.ErrorCode, r2.BaseOffset, r.BaseOffset+1)
+		}
+		if r3 := produceRaw(t, rc, pv, -1, topic, 0, buildBatch(idemOpts(pid3, epoch3, 20), idemRecs(102, 1))); r3.ErrorCode != errOutOfOrderSequence {
+			t.Errorf("producer at sequence 8 sending sequence 20: error %d, want %d", r3.ErrorCode, errOutOfOrderSequence)
+		}
+	case errOutOfOrderSequence, errUnknownProducerID:
+	default:
+		t.Errorf("new producer's first batch with sequence 7: error %d, want 0, %d or %d", r.ErrorCode, errOutOfOrderSequence, errUnknownProducerID)
 	}
 }
 
@@ -194,5 +205,85 @@ func TestIdempotentProducerKgo(t *testing.T) {
 		} else if r.ProducerID != pid {
 			t.Fatalf("records carry producer ids %d and %d; want one", pid, r.ProducerID)
 		}
+	}
+}
+
+// TestIdempotentAcrossRestart: a kgo idempotent producer keeps producing
+// while the broker is restarted (SIGTERM) or killed (SIGKILL) underneath it.
+// kgo retries whatever was in flight with the same sequence numbers; the
+// broker, with producer state rebuilt from its log, must neither lose nor
+// duplicate anything: every record exactly once, in order.
+func TestIdempotentAcrossRestart(t *testing.T) {
+	for _, mode := range []string{"SIGTERM", "SIGKILL"} {
+		t.Run(mode, func(t *testing.T) {
+			b := StartBroker(t)
+			const topic, partitions = "idem-restart", 2
+			CreateTopic(t, b, topic, partitions, nil)
+			prod := b.Client(t,
+				kgo.RecordPartitioner(kgo.ManualPartitioner()),
+				kgo.ProducerLinger(time.Millisecond),
+				kgo.RecordDeliveryTimeout(60*time.Second),
+			)
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+
+			var (
+				mu       sync.Mutex
+				firstErr error
+				produced int
+			)
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for chunk := 0; chunk < 2000; chunk++ { // bounded
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					for range 50 {
+						for p := range int32(partitions) {
+							seq := produced / partitions
+							r := &kgo.Record{Topic: topic, Partition: p, Key: fmt.Appendf(nil, "p%d", p), Value: fmt.Appendf(nil, "p%d-%08d", p, seq)}
+							prod.Produce(ctx, r, func(r *kgo.Record, err error) {
+								if err != nil {
+									mu.Lock()
+									if firstErr == nil {
+										firstErr = fmt.Errorf("%s/%d %q: %w", r.Topic, r.Partition, r.Value, err)
+									}
+									mu.Unlock()
+								}
+							})
+							produced++
+						}
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}()
+			time.Sleep(400 * time.Millisecond)
+			if mode == "SIGTERM" {
+				b.Restart(t)
+			} else {
+				b.Kill(t)
+				b.Start(t)
+			}
+			time.Sleep(400 * time.Millisecond)
+			close(stop)
+			<-done
+			if err := prod.Flush(ctx); err != nil {
+				t.Fatalf("flush after %s restart: %v", mode, err)
+			}
+			mu.Lock()
+			err := firstErr
+			mu.Unlock()
+			if err != nil {
+				t.Fatalf("produce across %s restart: %v", mode, err)
+			}
+			per := produced / partitions
+			t.Logf("produced %d records across a %s restart", produced, mode)
+			got := consumeN(t, b, produced, 60*time.Second, []string{topic})
+			verifySeq(t, got, partitions, per, true)
+		})
 	}
 }

@@ -307,3 +307,72 @@ func TestAutoCreateTopics(t *testing.T) {
 		waitTopicReady(t, b, "auto-three", 3)
 	})
 }
+
+// TestProduceBatchValidation: record batches that Kafka rejects are rejected
+// and nothing of them is appended.
+func TestProduceBatchValidation(t *testing.T) {
+	b := StartBroker(t)
+	vers := apiVersions(t, b.KafkaAddr)
+	pv := produceVersion(t, vers)
+	const topic = "batch-validation"
+	CreateTopic(t, b, topic, 1, nil)
+	rc := dialRaw(t, b.KafkaAddr)
+	two := func() []byte {
+		return buildBatch(batchOpts{}, []rec{{Value: []byte("a")}, {Value: []byte("b")}})
+	}
+	const errInvalidRecord int16 = 87
+
+	badDelta := two()
+	binary.BigEndian.PutUint32(badDelta[23:27], 5) // LastOffsetDelta 5 for 2 records
+	resealBatch(badDelta)
+	badCount := two()
+	binary.BigEndian.PutUint32(badCount[57:61], 3) // NumRecords 3 for 2 records
+	resealBatch(badCount)
+	magic1 := two()
+	magic1[16] = 1
+	trailing := append(two(), 1, 2, 3)
+	control := buildBatch(batchOpts{Attributes: 0x20}, []rec{{Value: []byte("ctl")}})
+	noSeq := buildBatch(batchOpts{ProducerID: 4242, ProducerEpoch: 0, BaseSequence: -1}, []rec{{Value: []byte("pid without sequence")}})
+
+	cases := []struct {
+		name string
+		data []byte
+		want []int16
+	}{
+		{"two batches in one partition (produce v3+ allows exactly one)", append(two(), two()...), []int16{errInvalidRecord}},
+		{"control batch from a client", control, []int16{errInvalidRecord}},
+		{"producer id with base sequence -1", noSeq, []int16{errInvalidRecord}},
+		{"last offset delta does not match the records", badDelta, []int16{errCorruptMessage, errInvalidRecord}},
+		{"record count does not match the records", badCount, []int16{errCorruptMessage, errInvalidRecord}},
+		{"magic 1 inside a v2 produce", magic1, []int16{errCorruptMessage, errInvalidRecord}},
+		{"trailing bytes after the batch", trailing, []int16{errCorruptMessage, errInvalidRecord}},
+		{"empty records", nil, []int16{errCorruptMessage, errInvalidRecord}},
+	}
+	for _, c := range cases {
+		r := produceRaw(t, rc, pv, -1, topic, 0, c.data)
+		ok := false
+		for _, w := range c.want {
+			ok = ok || r.ErrorCode == w
+		}
+		if !ok {
+			t.Errorf("produce v%d, %s: error %d base offset %d, want one of %v", pv, c.name, r.ErrorCode, r.BaseOffset, c.want)
+		}
+	}
+	if off, _, ec := listOffsetRaw(t, b, topic, 0, -1, 0); ec != 0 || off != 0 {
+		t.Errorf("HWM after only invalid produces: %d (error %d), want 0: invalid batches were appended", off, ec)
+	}
+	// zstd needs produce v7+ (Kafka: UNSUPPORTED_COMPRESSION_TYPE).
+	if vers[0][0] <= 6 {
+		zb := zstdBatch(t, []rec{{Value: []byte("zstd-at-v6")}})
+		if r := produceRaw(t, rc, 6, -1, topic, 0, zb); r.ErrorCode != errUnsupportedCompression {
+			t.Errorf("produce v6 with a zstd batch: error %d base offset %d, want %d (UNSUPPORTED_COMPRESSION_TYPE)", r.ErrorCode, r.BaseOffset, errUnsupportedCompression)
+		}
+		if r := produceRaw(t, rc, pv, -1, topic, 0, zb); r.ErrorCode != 0 {
+			t.Errorf("produce v%d with a zstd batch: error %d, want 0", pv, r.ErrorCode)
+		}
+	}
+	// acks other than -1, 0, 1 is INVALID_REQUIRED_ACKS.
+	if r := produceRaw(t, rc, pv, 2, topic, 0, two()); r.ErrorCode != 21 {
+		t.Errorf("produce with acks=2: error %d, want 21 (INVALID_REQUIRED_ACKS)", r.ErrorCode)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -25,6 +26,7 @@ const (
 	errOutOfOrderSequence      int16 = 45
 	errDuplicateSequence       int16 = 46
 	errUnknownProducerID       int16 = 59
+	errUnsupportedCompression  int16 = 76
 	errUnknownTopicID          int16 = 100
 )
 
@@ -267,6 +269,36 @@ func buildBatch(o batchOpts, recs []rec) []byte {
 	return rb.AppendTo(nil)
 }
 
+// zstdBatch builds a zstd-compressed v2 batch.
+func zstdBatch(t testing.TB, recs []rec) []byte {
+	t.Helper()
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	compressed := enc.EncodeAll(encodeRecords(recs), nil)
+	ts := time.Now().UnixMilli()
+	rb := kmsg.RecordBatch{
+		PartitionLeaderEpoch: -1,
+		Magic:                2,
+		Attributes:           4,
+		LastOffsetDelta:      int32(len(recs) - 1),
+		FirstTimestamp:       ts,
+		MaxTimestamp:         ts,
+		ProducerID:           -1,
+		ProducerEpoch:        -1,
+		FirstSequence:        -1,
+		NumRecords:           int32(len(recs)),
+		Records:              compressed,
+	}
+	raw := rb.AppendTo(nil)
+	rb.Length = int32(len(raw) - 12)
+	raw = rb.AppendTo(nil)
+	resealBatch(raw)
+	return raw
+}
+
 // idemOpts builds batch options for an idempotent producer.
 func idemOpts(pid int64, epoch int16, seq int32) batchOpts {
 	return batchOpts{ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq}
@@ -387,4 +419,9 @@ func produceVersion(t testing.TB, vers map[int16][2]int16) int16 {
 		t.Fatalf("broker Produce versions %v: no v3..v9 to send v2 record batches by name", r)
 	}
 	return v
+}
+
+// resealBatch recomputes the CRC of a batch edited in place.
+func resealBatch(raw []byte) {
+	binary.BigEndian.PutUint32(raw[17:21], crc32.Checksum(raw[21:], castagnoli))
 }

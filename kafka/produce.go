@@ -15,8 +15,10 @@ package kafka
 //     RECORD_LIST_TOO_LARGE, idempotence violations
 //     OUT_OF_ORDER_SEQUENCE_NUMBER or INVALID_PRODUCER_EPOCH; a retried
 //     batch gets its original offsets and no error.
-//   - Transactional batches are refused (INVALID_RECORD): there are no
-//     transactions yet.
+//   - Exactly one batch per partition; control batches, transactional
+//     batches (no transactions yet) and idempotent batches without a
+//     sequence are INVALID_RECORD; zstd before v7 and unknown codecs are
+//     UNSUPPORTED_COMPRESSION_TYPE.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -37,6 +39,7 @@ func (s *Server) handleProduce(c *clientConn, kreq kmsg.Request) (kmsg.Response,
 	case req.TransactionID != nil:
 		reqErr = kerr.TransactionalIDAuthorizationFailed
 	}
+	opts := broker.ProduceOptions{AllowZstd: req.Version >= 7}
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -59,7 +62,7 @@ func (s *Server) handleProduce(c *clientConn, kreq kmsg.Request) (kmsg.Response,
 			err := topicErr
 			var res broker.AppendResult
 			if err == nil {
-				res, err = s.broker.Produce(name, rp.Partition, rp.Records)
+				res, err = s.broker.Produce(name, rp.Partition, rp.Records, opts)
 			}
 			if err != nil {
 				sp.ErrorCode, sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = errorCode(err), -1, -1, -1
