@@ -67,7 +67,7 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest, out []FetchResult
 	var deadline <-chan time.Time
 	for {
 		total, failed := b.readOnce(req, maxBytes, out)
-		if total >= minBytes || failed || req.MaxWait <= 0 || ctx.Err() != nil {
+		if total >= minBytes || failed || req.MaxWait <= 0 || len(req.Partitions) == 0 || ctx.Err() != nil {
 			return
 		}
 		if wake == nil {

@@ -30,19 +30,19 @@ func (b *Broker) Produce(topic string, partition int32, records []byte, opts Pro
 	if p == nil {
 		return AppendResult{}, fmt.Errorf("%w: %s/%d", kerr.UnknownTopicOrPartition, topic, partition)
 	}
-	entries := b.TopicConfig(t)
+	settings := b.produceSettings(t)
 	headers, err := log.ValidateBatches(records)
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("%w: %v", kerr.CorruptMessage, err)
 	}
-	if err := checkProducedBatches(headers, configInt(entries, "max.message.bytes"), opts); err != nil {
+	if err := checkProducedBatches(headers, settings.maxMessageBytes, opts); err != nil {
 		return AppendResult{}, err
 	}
-	if seg := configInt(entries, "segment.bytes"); int64(len(records)) > seg {
+	if seg := settings.segmentBytes; int64(len(records)) > seg {
 		return AppendResult{}, fmt.Errorf("%w: %d bytes is above segment.bytes %d", kerr.RecordListTooLarge, len(records), seg)
 	}
 	appendOpts := log.AppendOptions{LeaderEpoch: 0}
-	if configValue(entries, "message.timestamp.type") == "LogAppendTime" {
+	if settings.logAppendTime {
 		appendOpts.LogAppendTime = b.now().UnixMilli()
 	}
 	return p.appendBatch(records, headers, appendOpts)

@@ -147,3 +147,31 @@ func logConfig(entries []ConfigEntry) log.Config {
 	c.RetentionBytes = configInt(entries, "retention.bytes")
 	return c
 }
+
+// produceSettings are the effective configs the produce path needs,
+// resolved once per change of the topic's configs or of the cluster
+// properties rather than on every request.
+type produceSettings struct {
+	propsVersion    int64
+	configs         *map[string]string // the explicit configs they were resolved from
+	maxMessageBytes int64
+	segmentBytes    int64
+	logAppendTime   bool
+}
+
+func (b *Broker) produceSettings(t *Topic) *produceSettings {
+	configs, version := t.configs.Load(), b.props.Version()
+	if s := t.settings.Load(); s != nil && s.configs == configs && s.propsVersion == version {
+		return s
+	}
+	entries := effectiveConfig(*configs, b.props)
+	s := &produceSettings{
+		propsVersion:    version,
+		configs:         configs,
+		maxMessageBytes: configInt(entries, "max.message.bytes"),
+		segmentBytes:    configInt(entries, "segment.bytes"),
+		logAppendTime:   configValue(entries, "message.timestamp.type") == "LogAppendTime",
+	}
+	t.settings.Store(s)
+	return s
+}

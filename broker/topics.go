@@ -29,8 +29,9 @@ type Topic struct {
 	Name string
 	ID   TopicID
 
-	parts   atomic.Pointer[[]*Partition]
-	configs atomic.Pointer[map[string]string] // explicit topic configs
+	parts    atomic.Pointer[[]*Partition]
+	configs  atomic.Pointer[map[string]string] // explicit topic configs
+	settings atomic.Pointer[produceSettings]   // cache derived from configs
 }
 
 func (t *Topic) partitions() []*Partition { return *t.parts.Load() }

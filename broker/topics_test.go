@@ -230,3 +230,26 @@ func TestProducedBatchRules(t *testing.T) {
 		t.Fatalf("refused batches were written: hwm %d", hwm)
 	}
 }
+
+// TestProduceSeesConfigChanges: the produce path's cached settings follow
+// topic config and cluster property changes.
+func TestProduceSeesConfigChanges(t *testing.T) {
+	b := openTestBroker(t, t.TempDir())
+	mustCreate(t, b, "limits", 1, nil)
+	batch := logtest.Batch{Records: 1, ValueSize: 3000}
+	produceBatch(t, b, "limits", 0, batch)
+	if err := b.AlterTopicConfig("limits", []ConfigOp{{Name: "max.message.bytes", Value: "2000"}}, false); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.Produce("limits", 0, batch.Encode(), ProduceOptions{})
+	wantCode(t, err, kerr.MessageTooLarge)
+	if err := b.AlterTopicConfig("limits", []ConfigOp{{Name: "max.message.bytes", Op: 1}}, false); err != nil {
+		t.Fatal(err)
+	}
+	produceBatch(t, b, "limits", 0, batch)
+	if err := b.Properties().Set("kafka_batch_max_bytes", "2048"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Produce("limits", 0, batch.Encode(), ProduceOptions{})
+	wantCode(t, err, kerr.MessageTooLarge)
+}

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -12,6 +13,10 @@ type api struct {
 	name     string
 	min, max int16
 	handle   func(c *clientConn, req kmsg.Request) (kmsg.Response, error)
+
+	// Bound once so the request path does no label lookups.
+	requests prometheus.Counter
+	latency  prometheus.Observer
 }
 
 // apiTable is indexed by API key; name "" marks an unsupported key.

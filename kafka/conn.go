@@ -121,7 +121,7 @@ func (c *clientConn) handle(frame []byte) (err error) {
 		return fmt.Errorf("unsupported api key %d", h.key)
 	}
 	if h.key == apiVersionsKey && h.version > api.max {
-		return c.write(h, unsupportedAPIVersions(c.s.apis), start, api.name)
+		return c.write(h, unsupportedAPIVersions(c.s.apis), start, api)
 	}
 	if h.version < api.min || h.version > api.max {
 		return fmt.Errorf("%s v%d is outside the supported range v%d-v%d", api.name, h.version, api.min, api.max)
@@ -142,10 +142,10 @@ func (c *clientConn) handle(frame []byte) (err error) {
 		return err
 	}
 	if resp == nil { // acks=0 produce: no response, by design
-		c.s.metrics.requests.WithLabelValues(api.name).Inc()
+		api.requests.Inc()
 		return nil
 	}
-	return c.write(h, resp, start, api.name)
+	return c.write(h, resp, start, api)
 }
 
 // call runs a handler; a panic in it is a bug, logged with its stack,
@@ -160,7 +160,7 @@ func (c *clientConn) call(api api, req kmsg.Request) (resp kmsg.Response, err er
 	return api.handle(c, req)
 }
 
-func (c *clientConn) write(h requestHeader, resp kmsg.Response, start time.Time, name string) error {
+func (c *clientConn) write(h requestHeader, resp kmsg.Response, start time.Time, api api) error {
 	out := append(c.out[:0], 0, 0, 0, 0)
 	out = binary.BigEndian.AppendUint32(out, uint32(h.correlationID))
 	// Response header v1 (flexible) has tagged fields, except for
@@ -181,7 +181,7 @@ func (c *clientConn) write(h requestHeader, resp kmsg.Response, start time.Time,
 		c.out = nil
 	}
 	c.s.metrics.bytesOut.Add(float64(len(out)))
-	c.s.metrics.requests.WithLabelValues(name).Inc()
-	c.s.metrics.latency.WithLabelValues(name).Observe(time.Since(start).Seconds())
+	api.requests.Inc()
+	api.latency.Observe(time.Since(start).Seconds())
 	return err
 }

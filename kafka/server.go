@@ -53,12 +53,18 @@ func NewServer(b *broker.Broker, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("advertised address %q: %w", opts.AdvertisedAddr, err)
 	}
 	s := &Server{broker: b, opts: opts, logger: opts.Logger, conns: map[*clientConn]struct{}{}}
-	s.apis = s.newAPITable()
 	m, err := newMetrics(opts.Registerer)
 	if err != nil {
 		return nil, err
 	}
 	s.metrics = m
+	s.apis = s.newAPITable()
+	for i := range s.apis {
+		if a := &s.apis[i]; a.name != "" {
+			a.requests = m.requests.WithLabelValues(a.name)
+			a.latency = m.latency.WithLabelValues(a.name)
+		}
+	}
 	return s, nil
 }
 
