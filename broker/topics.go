@@ -294,7 +294,10 @@ func (b *Broker) CreatePartitions(name string, total int32, validateOnly bool) e
 	if err := b.growTopic(t, total); err != nil {
 		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 	}
-	return b.persistLocked()
+	if err := b.persistLocked(); err != nil {
+		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+	}
+	return nil
 }
 
 // TopicConfig returns a topic's effective configs.

@@ -59,7 +59,7 @@ func nodeFlags() []nodeFlag {
 		{"node-id", "node_id", "broker id, unique in the cluster"},
 		{"data-dir", "data_dir", "directory holding this broker's data"},
 		{"kafka-addr", "kafka_addr", "Kafka listener address"},
-		{"advertised-kafka-addr", "advertised_kafka_addr", "Kafka address given to clients (default: kafka-addr)"},
+		{"advertised-kafka-addr", "advertised_kafka_addr", "Kafka address given to clients (empty: kafka-addr)"},
 		{"admin-addr", "admin_addr", "admin HTTP API address"},
 		{"rpc-addr", "rpc_addr", "internal RPC address"},
 		{"rack", "rack", "rack or zone of this broker"},
@@ -73,8 +73,11 @@ type nodeFlag struct{ flag, key, usage string }
 func NodeFlagSet(name string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.String("config", "", "YAML config file")
+	defaults := DefaultNode()
 	for _, f := range nodeFlags() {
-		fs.String(f.flag, "", f.usage)
+		// Defaults shown for people; koanf's posflag provider only lets
+		// changed flags override the file and environment.
+		fs.String(f.flag, fmt.Sprint(defaults[f.key]), f.usage)
 	}
 	fs.StringArray("set", nil, "override any config key: --set key=value (cluster.<property> for cluster properties)")
 	return fs
@@ -112,7 +115,7 @@ func LoadNode(args []string, environ func() []string) (Node, error) {
 	if err := k.Load(envProvider, nil); err != nil {
 		return Node{}, fmt.Errorf("environment: %w", err)
 	}
-	if err := k.Load(posflag.ProviderWithFlag(fs, ".", nil, func(f *pflag.Flag) (string, any) {
+	if err := k.Load(posflag.ProviderWithFlag(fs, ".", k, func(f *pflag.Flag) (string, any) {
 		for _, nf := range nodeFlags() {
 			if nf.flag == f.Name {
 				return nf.key, posflag.FlagVal(fs, f)

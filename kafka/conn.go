@@ -64,7 +64,9 @@ func (c *clientConn) serve() {
 	go c.readLoop()
 	for frame := range c.frames {
 		if err := c.handle(frame); err != nil {
-			c.logger.Debug("closing connection", "err", err)
+			// Protocol violations close the connection, as in Kafka;
+			// say why, since the client usually will not.
+			c.logger.Info("closing connection", "err", err)
 			return
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/pflag"
 
 	"github.com/weir-broker/weir/broker"
 	"github.com/weir-broker/weir/config"
@@ -22,6 +23,9 @@ import (
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return
+		}
 		fmt.Fprintln(os.Stderr, "weir:", err)
 		os.Exit(1)
 	}
