@@ -1,5 +1,3 @@
-// Package logtest builds Kafka record batches for tests of packages that
-// sit on top of the log, the way producers build them.
 package logtest
 
 import (
