@@ -253,13 +253,18 @@ func saramaConsumeAll(t *testing.T, b *Broker, v sarama.KafkaVersion, topic stri
 	}
 
 	start := time.Now()
-	deadline := time.NewTimer(saramaWait)
-	defer deadline.Stop()
+	pcs := make([]sarama.PartitionConsumer, saramaPartitions)
 	for p := range int32(saramaPartitions) {
 		pc, err := cons.ConsumePartition(topic, p, sarama.OffsetOldest)
 		if err != nil {
 			t.Fatalf("ConsumePartition(%s, %d, OffsetOldest): %v", topic, p, err)
 		}
+		pcs[p] = pc
+	}
+	deadline := time.NewTimer(saramaWait)
+	defer deadline.Stop()
+	for p, pc := range pcs {
+		p := int32(p)
 		want := perPart[p]
 		for i := 0; i < want; {
 			select {
@@ -269,22 +274,25 @@ func saramaConsumeAll(t *testing.T, b *Broker, v sarama.KafkaVersion, topic stri
 			case cerr := <-pc.Errors():
 				t.Fatalf("partition consumer %s/%d after %d of %d records: %v", topic, p, i, want, cerr)
 			case <-deadline.C:
-				pc.AsyncClose()
 				t.Fatalf("partition consumer %s/%d: %d of %d records within %v", topic, p, i, want, saramaWait)
 			}
 		}
-		// Nothing beyond the produced records.
-		extra := time.NewTimer(300 * time.Millisecond)
+	}
+	// Nothing beyond the produced records.
+	time.Sleep(300 * time.Millisecond)
+	for p, pc := range pcs {
 		select {
 		case m := <-pc.Messages():
 			t.Fatalf("%s/%d: unexpected extra record at offset %d: %q", topic, p, m.Offset, m.Value)
 		case cerr := <-pc.Errors():
 			t.Fatalf("partition consumer %s/%d after all records: %v", topic, p, cerr)
-		case <-extra.C:
+		default:
 		}
-		if hw := pc.HighWaterMarkOffset(); hw != int64(want) {
-			t.Errorf("%s/%d: consumer's high watermark %d, want %d", topic, p, hw, want)
+		if hw := pc.HighWaterMarkOffset(); hw != int64(perPart[p]) {
+			t.Errorf("%s/%d: consumer's high watermark %d, want %d", topic, p, hw, perPart[p])
 		}
+	}
+	for p, pc := range pcs {
 		if err := pc.Close(); err != nil {
 			t.Errorf("closing partition consumer %s/%d: %v", topic, p, err)
 		}

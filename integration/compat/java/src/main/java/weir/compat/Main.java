@@ -348,7 +348,9 @@ public final class Main {
             TopicDescription td = get(admin.describeTopics(TopicCollection.ofTopicNames(List.of(topic))).allTopicNames(),
                     "describeTopics by name").get(topic);
             checkDescription(td, topic, id, 3, node.id());
-/*TMP*/
+            TopicDescription tdById = get(admin.describeTopics(TopicCollection.ofTopicIds(List.of(id))).allTopicIds(),
+                    "describeTopics by id").get(id);
+            checkDescription(tdById, topic, id, 3, node.id());
 
             // describeConfigs.
             ConfigResource res = new ConfigResource(ConfigResource.Type.TOPIC, topic);
