@@ -118,11 +118,11 @@ func runJavaScenario(t *testing.T, java, jar string, b *Broker, scenario string)
 		t.Logf("java scenario %s passed in %v; output:\n%s", scenario, elapsed, out.String())
 		return
 	}
-	t.Logf("java scenario %s passed in %v: %s", scenario, elapsed, lastLine(out.String(), "PASS:"))
+	t.Logf("java scenario %s passed in %v: %s", scenario, elapsed, javaLastLine(out.String(), "PASS:"))
 }
 
-// lastLine returns the last line of s starting with prefix, or "".
-func lastLine(s, prefix string) string {
+// javaLastLine returns the last line of s starting with prefix, or "".
+func javaLastLine(s, prefix string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		if strings.HasPrefix(lines[i], prefix) {

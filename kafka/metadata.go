@@ -9,8 +9,9 @@ package kafka
 //   - A requested topic that does not exist is created when the request
 //     allows it (always before v4, AllowAutoTopicCreation from v4) and the
 //     cluster property auto_create_topics_enabled is on; otherwise it is
-//     UNKNOWN_TOPIC_OR_PARTITION. v10+ topics named by ID that are unknown
-//     get UNKNOWN_TOPIC_ID.
+//     UNKNOWN_TOPIC_OR_PARTITION. v10+ topics named by a non-zero ID are
+//     looked up by it whatever the name says (Java sends ""), and unknown
+//     ones get UNKNOWN_TOPIC_ID with a null name.
 //   - Every topic carries its UUID (v10+), so clients fetch by ID.
 //   - Leader epoch (v7+) is 0: a single node never changes leader.
 
@@ -45,16 +46,20 @@ func (s *Server) handleMetadata(c *clientConn, kreq kmsg.Request) (kmsg.Response
 		var t *broker.Topic
 		var err error
 		switch {
+		// A non-zero ID wins over the name, as in Kafka: the Java
+		// AdminClient describes topics by ID with an empty (not null)
+		// name.
+		case rt.TopicID != [16]byte{}:
+			if t = b.TopicByID(broker.TopicID(rt.TopicID)); t == nil {
+				err = kerr.UnknownTopicID
+				rt.Topic = nil
+			}
 		case rt.Topic != nil:
 			if t = b.Topic(*rt.Topic); t == nil {
 				err = kerr.UnknownTopicOrPartition
 				if autoCreate {
 					t, err = b.AutoCreate(*rt.Topic)
 				}
-			}
-		case rt.TopicID != [16]byte{}:
-			if t = b.TopicByID(broker.TopicID(rt.TopicID)); t == nil {
-				err = kerr.UnknownTopicID
 			}
 		default:
 			err = kerr.InvalidTopicException

@@ -259,3 +259,25 @@ func TestFetchUnknownTopicID(t *testing.T) {
 		t.Fatalf("error %d, want UNKNOWN_TOPIC_OR_PARTITION", code)
 	}
 }
+
+// TestMetadataByTopicID: the ID wins over the (empty) name the Java
+// AdminClient sends with it.
+func TestMetadataByTopicID(t *testing.T) {
+	_, b, addr := startServer(t)
+	tp, err := b.CreateTopic(broker.CreateTopicRequest{Name: "byid", Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, addr)
+	empty := ""
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(13)
+	req.Topics = []kmsg.MetadataRequestTopic{{TopicID: tp.ID, Topic: &empty}, {TopicID: [16]byte{9}, Topic: &empty}}
+	resp := c.roundTrip(req).(*kmsg.MetadataResponse)
+	if got := resp.Topics[0]; got.ErrorCode != 0 || got.Topic == nil || *got.Topic != "byid" || len(got.Partitions) != 2 {
+		t.Fatalf("known id: error %d name %v partitions %d", got.ErrorCode, got.Topic, len(got.Partitions))
+	}
+	if got := resp.Topics[1]; got.ErrorCode != kerr.UnknownTopicID.Code || got.Topic != nil {
+		t.Fatalf("unknown id: error %d name %v", got.ErrorCode, got.Topic)
+	}
+}
