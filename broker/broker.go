@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weir-broker/weir/broker/group"
 	"github.com/weir-broker/weir/config"
 )
 
@@ -42,6 +43,8 @@ type Broker struct {
 	byID     map[TopicID]*Topic
 	closed   bool
 	producer producerIDs
+
+	groups *group.Coordinator
 
 	stop chan struct{}
 	done sync.WaitGroup
@@ -102,6 +105,12 @@ func Open(opts Options) (*Broker, error) {
 		b.byID[t.ID] = t
 	}
 	b.removeOrphanTopicDirs()
+	if err := b.openGroups(); err != nil {
+		close(b.stop)
+		b.done.Wait()
+		b.closeTopics()
+		return nil, fmt.Errorf("group coordinator: %w", err)
+	}
 	b.done.Add(1)
 	go b.retentionLoop(opts.RetentionCheckInterval)
 	return b, nil
@@ -124,6 +133,7 @@ func (b *Broker) Close() error {
 	close(b.stop)
 	b.mu.Unlock()
 	b.done.Wait()
+	b.groups.Close()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.closeTopics()

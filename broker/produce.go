@@ -26,6 +26,9 @@ func (b *Broker) Produce(topic string, partition int32, records []byte, opts Pro
 			return AppendResult{}, err
 		}
 	}
+	if t.Internal() {
+		return AppendResult{}, fmt.Errorf("%w: clients cannot write to the internal topic %s", kerr.InvalidTopicException, topic)
+	}
 	p := t.Partition(partition)
 	if p == nil {
 		return AppendResult{}, fmt.Errorf("%w: %s/%d", kerr.UnknownTopicOrPartition, topic, partition)

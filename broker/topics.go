@@ -250,6 +250,9 @@ func (b *Broker) DeleteTopicByID(id TopicID) (string, error) {
 }
 
 func (b *Broker) deleteTopicLocked(t *Topic) error {
+	if t.Internal() {
+		return fmt.Errorf("%w: the internal topic %s cannot be deleted", kerr.InvalidTopicException, t.Name)
+	}
 	delete(b.byName, t.Name)
 	delete(b.byID, t.ID)
 	// The table is persisted before files go: a crash in between leaves
@@ -281,6 +284,8 @@ func (b *Broker) CreatePartitions(name string, total int32, validateOnly bool) e
 	}
 	have := int32(len(t.partitions()))
 	switch {
+	case t.Internal():
+		return fmt.Errorf("%w: the partition count of %s is fixed: groups are placed by it", kerr.InvalidRequest, name)
 	case total < have:
 		return fmt.Errorf("%w: topic %s has %d partitions; the count cannot decrease", kerr.InvalidPartitions, name, have)
 	case total == have:

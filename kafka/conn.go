@@ -14,6 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/broker/group"
 )
 
 // idleTimeout is Kafka's connections.max.idle.ms: a connection that sends
@@ -39,6 +41,7 @@ type clientConn struct {
 	logger *slog.Logger
 
 	closeOnce sync.Once
+	clientID  string // of the request being handled
 	out       []byte // response buffer, reused between requests
 	fetch     fetchScratch
 }
@@ -139,6 +142,10 @@ func (c *clientConn) handle(frame []byte) (err error) {
 	if err := req.ReadFrom(r.Src); err != nil {
 		return fmt.Errorf("%s v%d: malformed request: %w", api.name, h.version, err)
 	}
+	c.clientID = ""
+	if h.clientID != nil {
+		c.clientID = *h.clientID
+	}
 	resp, err := c.call(api, req)
 	if err != nil {
 		return err
@@ -186,4 +193,17 @@ func (c *clientConn) write(h requestHeader, resp kmsg.Response, start time.Time,
 	api.requests.Inc()
 	api.latency.Observe(time.Since(start).Seconds())
 	return err
+}
+
+// errConnClosing ends a handler whose connection went away while it
+// waited; there is nobody to answer.
+var errConnClosing = errors.New("connection closed while the request waited")
+
+// client identifies the connection for the group coordinator.
+func (c *clientConn) client() group.Client {
+	host, _, err := net.SplitHostPort(c.nc.RemoteAddr().String())
+	if err != nil {
+		host = c.nc.RemoteAddr().String()
+	}
+	return group.Client{ID: c.clientID, Host: "/" + host}
 }

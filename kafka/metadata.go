@@ -89,7 +89,7 @@ func (s *Server) brokerEntry() kmsg.MetadataResponseBroker {
 func (s *Server) topicMetadata(t *broker.Topic) kmsg.MetadataResponseTopic {
 	name := t.Name
 	mt := kmsg.NewMetadataResponseTopic()
-	mt.Topic, mt.TopicID = &name, t.ID
+	mt.Topic, mt.TopicID, mt.IsInternal = &name, t.ID, t.Internal()
 	self := s.broker.NodeID()
 	for _, p := range t.Partitions() {
 		mp := kmsg.NewMetadataResponseTopicPartition()

@@ -95,43 +95,7 @@ func snappyBlock(dst, src []byte) ([]byte, error) {
 	return append(dst, dec...), nil
 }
 
-// forEachRecord decodes just enough of each record (length, attributes,
-// timestampDelta, offsetDelta) to report its absolute offset and timestamp.
-// For LogAppendTime batches the timestamp is the batch maxTimestamp.
-//
-//	record: length varint | attributes i8 | timestampDelta varlong |
-//	        offsetDelta varint | key | value | headers   (zigzag varints)
+// forEachRecord reports each record's absolute offset and timestamp.
 func forEachRecord(batch []byte, fn func(offset, ts int64) bool) error {
-	h := parseHeader(batch)
-	data, err := decompress(h.Compression(), batch[batchHeaderLen:h.Size()])
-	if err != nil {
-		return fmt.Errorf("%w: batch %d: %w", ErrCorruptBatch, h.BaseOffset, err)
-	}
-	for i := int32(0); i < h.NumRecords; i++ {
-		length, n := binary.Varint(data)
-		if n <= 0 || length < 0 || length > int64(len(data)-n) {
-			return fmt.Errorf("%w: batch %d: bad record %d length", ErrCorruptBatch, h.BaseOffset, i)
-		}
-		rec := data[n : n+int(length)]
-		data = data[n+int(length):]
-		if len(rec) < 1 {
-			return fmt.Errorf("%w: batch %d: empty record %d", ErrCorruptBatch, h.BaseOffset, i)
-		}
-		tsDelta, m := binary.Varint(rec[1:])
-		if m <= 0 {
-			return fmt.Errorf("%w: batch %d: bad record %d timestamp", ErrCorruptBatch, h.BaseOffset, i)
-		}
-		offDelta, k := binary.Varint(rec[1+m:])
-		if k <= 0 {
-			return fmt.Errorf("%w: batch %d: bad record %d offset", ErrCorruptBatch, h.BaseOffset, i)
-		}
-		ts := h.FirstTimestamp + tsDelta
-		if h.IsLogAppendTime() {
-			ts = h.MaxTimestamp
-		}
-		if !fn(h.BaseOffset+offDelta, ts) {
-			return nil
-		}
-	}
-	return nil
+	return ForEachRecord(batch, func(r Record) bool { return fn(r.Offset, r.Timestamp) })
 }

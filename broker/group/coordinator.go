@@ -1,0 +1,449 @@
+package group
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/log"
+)
+
+// Settings are the cluster properties the coordinator follows; they are
+// read at each use, so changes apply without a restart.
+type Settings struct {
+	MinSessionTimeout     time.Duration
+	MaxSessionTimeout     time.Duration
+	InitialRebalanceDelay time.Duration
+	OffsetRetention       time.Duration
+}
+
+// Client identifies the connection a request came from.
+type Client struct {
+	ID   string // the request header's client id
+	Host string // the remote address, as DescribeGroups shows it
+}
+
+// Options are what a Coordinator needs.
+type Options struct {
+	Store           Store
+	Settings        func() Settings
+	PartitionExists func(topic string, partition int32) bool
+	Logger          *slog.Logger
+	Now             func() time.Time
+}
+
+// Coordinator owns every group of this node.
+type Coordinator struct {
+	opts   Options
+	logger *slog.Logger
+	now    func() time.Time
+	loaded atomic.Bool
+
+	mu     sync.Mutex
+	groups map[string]*group
+	closed bool
+}
+
+// New makes a coordinator; Load must run before it answers requests.
+func New(opts Options) *Coordinator {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Coordinator{opts: opts, logger: opts.Logger, now: opts.Now, groups: map[string]*group{}}
+}
+
+func (c *Coordinator) settings() Settings { return c.opts.Settings() }
+
+func (c *Coordinator) append(group string, records []log.KeyValue) error {
+	return c.opts.Store.Append(partitionFor(group, c.opts.Store.Partitions()), records)
+}
+
+// Partition is the __consumer_offsets partition that holds a group.
+func (c *Coordinator) Partition(group string) int32 {
+	return partitionFor(group, c.opts.Store.Partitions())
+}
+
+// Loaded reports whether the coordinator has replayed its state.
+func (c *Coordinator) Loaded() bool { return c.loaded.Load() }
+
+// get returns a live group, creating it when create is set.
+func (c *Coordinator) get(id string, create bool) *group {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	g := c.groups[id]
+	if g == nil && create {
+		g = newGroup(c, id)
+		c.groups[id] = g
+		go g.run()
+	}
+	return g
+}
+
+// forget removes a group that was deleted; called on its own loop.
+func (c *Coordinator) forget(g *group) {
+	c.mu.Lock()
+	if c.groups[g.id] == g {
+		delete(c.groups, g.id)
+	}
+	c.mu.Unlock()
+	close(g.quit)
+}
+
+// Close stops every group; parked requests get COORDINATOR_NOT_AVAILABLE.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	c.closed = true
+	groups := c.groups
+	c.groups = map[string]*group{}
+	c.mu.Unlock()
+	for _, g := range groups {
+		close(g.quit)
+		<-g.stopped
+	}
+}
+
+// ExpireOffsets applies the offset retention to every empty group.
+func (c *Coordinator) ExpireOffsets() {
+	retention := c.settings().OffsetRetention
+	c.mu.Lock()
+	groups := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		groups = append(groups, g)
+	}
+	c.mu.Unlock()
+	for _, g := range groups {
+		g.do(func() { g.expireOffsets(c.now(), retention) })
+	}
+}
+
+// unavailable is the code for requests the coordinator cannot take yet.
+func (c *Coordinator) unavailable() int16 {
+	if !c.loaded.Load() {
+		return kerr.CoordinatorLoadInProgress.Code
+	}
+	return 0
+}
+
+// JoinGroup answers when the group's rebalance completes, or nil if ctx
+// ends first (the connection is gone).
+func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest, client Client) *kmsg.JoinGroupResponse {
+	fail := func(code int16) *kmsg.JoinGroupResponse {
+		resp := kmsg.NewPtrJoinGroupResponse()
+		resp.Version = req.Version
+		resp.ErrorCode, resp.MemberID, resp.Generation = code, req.MemberID, -1
+		return resp
+	}
+	s := c.settings()
+	session := time.Duration(req.SessionTimeoutMillis) * time.Millisecond
+	switch {
+	case req.Group == "":
+		return fail(kerr.InvalidGroupID.Code)
+	case c.unavailable() != 0:
+		return fail(c.unavailable())
+	case session < s.MinSessionTimeout || session > s.MaxSessionTimeout:
+		return fail(kerr.InvalidSessionTimeout.Code)
+	case req.ProtocolType == "" || len(req.Protocols) == 0:
+		return fail(kerr.InconsistentGroupProtocol.Code)
+	}
+	reply := make(chan *kmsg.JoinGroupResponse, 1)
+	g := c.get(req.Group, true)
+	if g == nil || !g.do(func() { g.join(req, client, reply) }) {
+		return fail(kerr.CoordinatorNotAvailable.Code)
+	}
+	select {
+	case resp := <-reply:
+		return resp
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// SyncGroup answers when the leader's assignment is stored.
+func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
+	fail := func(code int16) *kmsg.SyncGroupResponse {
+		resp := kmsg.NewPtrSyncGroupResponse()
+		resp.Version = req.Version
+		resp.ErrorCode = code
+		return resp
+	}
+	if code := c.unavailable(); code != 0 {
+		return fail(code)
+	}
+	g := c.get(req.Group, false)
+	if g == nil {
+		return fail(kerr.UnknownMemberID.Code)
+	}
+	reply := make(chan *kmsg.SyncGroupResponse, 1)
+	if !g.do(func() { g.sync(req, reply) }) {
+		return fail(kerr.CoordinatorNotAvailable.Code)
+	}
+	select {
+	case resp := <-reply:
+		return resp
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// Heartbeat keeps a member alive and tells it about rebalances.
+func (c *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
+	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	if resp.ErrorCode = c.unavailable(); resp.ErrorCode != 0 {
+		return resp
+	}
+	g := c.get(req.Group, false)
+	if g == nil {
+		resp.ErrorCode = kerr.UnknownMemberID.Code
+		return resp
+	}
+	if !g.do(func() { resp.ErrorCode = g.heartbeat(req) }) {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+	}
+	return resp
+}
+
+// LeaveGroup removes members: one (v0-v2) or a batch (v3+).
+func (c *Coordinator) LeaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
+	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	members := req.Members
+	if req.Version < 3 {
+		members = []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}
+	}
+	var codes []int16
+	if resp.ErrorCode = c.unavailable(); resp.ErrorCode != 0 {
+		return resp
+	}
+	if g := c.get(req.Group, false); g == nil {
+		for range members {
+			codes = append(codes, kerr.UnknownMemberID.Code)
+		}
+	} else if !g.do(func() { resp.ErrorCode, codes = g.leave(members) }) {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+	}
+	if req.Version < 3 {
+		// One member, reported at the top level.
+		if resp.ErrorCode == 0 && len(codes) == 1 {
+			resp.ErrorCode = codes[0]
+		}
+		return resp
+	}
+	for i, code := range codes {
+		resp.Members = append(resp.Members, kmsg.LeaveGroupResponseMember{
+			MemberID: members[i].MemberID, InstanceID: members[i].InstanceID, ErrorCode: code,
+		})
+	}
+	return resp
+}
+
+// OffsetCommit stores offsets durably before answering.
+func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	failAll := func(code int16) *kmsg.OffsetCommitResponse {
+		for _, rt := range req.Topics {
+			st := kmsg.OffsetCommitResponseTopic{Topic: rt.Topic}
+			for _, rp := range rt.Partitions {
+				st.Partitions = append(st.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: rp.Partition, ErrorCode: code})
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	}
+	switch {
+	case req.Group == "":
+		return failAll(kerr.InvalidGroupID.Code)
+	case c.unavailable() != 0:
+		return failAll(c.unavailable())
+	}
+	// Only a standalone commit (generation -1) may create a group; a
+	// member's commit for a group that is gone is from a stale
+	// generation.
+	g := c.get(req.Group, req.Generation < 0)
+	if g == nil {
+		return failAll(kerr.IllegalGeneration.Code)
+	}
+	if !g.do(func() { g.commit(req, resp) }) {
+		resp.Topics = nil
+		return failAll(kerr.CoordinatorNotAvailable.Code)
+	}
+	return resp
+}
+
+// OffsetFetch answers committed offsets: one group (v0-v7) or several
+// (v8+).
+func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if req.Version < 8 {
+		var topics []kmsg.OffsetFetchRequestGroupTopic
+		for _, t := range req.Topics {
+			topics = append(topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
+		}
+		fetched := c.fetchGroup(req.Group, topics, req.Topics == nil)
+		resp.ErrorCode = fetched.ErrorCode
+		for _, t := range fetched.Topics {
+			rt := kmsg.OffsetFetchResponseTopic{Topic: t.Topic}
+			for _, p := range t.Partitions {
+				rt.Partitions = append(rt.Partitions, kmsg.OffsetFetchResponseTopicPartition{
+					Partition: p.Partition, Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata, ErrorCode: p.ErrorCode,
+				})
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	}
+	for _, rg := range req.Groups {
+		resp.Groups = append(resp.Groups, c.fetchGroup(rg.Group, rg.Topics, rg.Topics == nil))
+	}
+	return resp
+}
+
+func (c *Coordinator) fetchGroup(id string, topics []kmsg.OffsetFetchRequestGroupTopic, all bool) kmsg.OffsetFetchResponseGroup {
+	out := kmsg.OffsetFetchResponseGroup{Group: id}
+	if out.ErrorCode = c.unavailable(); out.ErrorCode != 0 {
+		return out
+	}
+	fill := func(g *group) {
+		if all {
+			topics = topics[:0]
+			if g != nil {
+				for t, ps := range g.committedTopics() {
+					topics = append(topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t, Partitions: ps})
+				}
+			}
+		}
+		for _, rt := range topics {
+			ft := kmsg.OffsetFetchResponseGroupTopic{Topic: rt.Topic}
+			for _, p := range rt.Partitions {
+				fp := kmsg.OffsetFetchResponseGroupTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1}
+				metadata := ""
+				if g != nil {
+					fp.Offset, fp.LeaderEpoch, metadata = g.fetchedPartition(rt.Topic, p)
+				}
+				fp.Metadata = &metadata
+				ft.Partitions = append(ft.Partitions, fp)
+			}
+			out.Topics = append(out.Topics, ft)
+		}
+	}
+	g := c.get(id, false)
+	if g == nil || !g.do(func() { fill(g) }) {
+		fill(nil)
+	}
+	return out
+}
+
+// OffsetDelete removes offsets of topics the group does not consume.
+func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	if resp.ErrorCode = c.unavailable(); resp.ErrorCode != 0 {
+		return resp
+	}
+	g := c.get(req.Group, false)
+	if g == nil || !g.do(func() { g.deleteOffsets(req, resp) }) {
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
+	}
+	return resp
+}
+
+// ListGroups lists live groups, filtered by state (v4+) and type (v5+).
+func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	if resp.ErrorCode = c.unavailable(); resp.ErrorCode != 0 {
+		return resp
+	}
+	match := func(filter []string, v string) bool {
+		if len(filter) == 0 {
+			return true
+		}
+		for _, f := range filter {
+			if strings.EqualFold(f, v) {
+				return true
+			}
+		}
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, g := range c.groups {
+		s := g.pub.Load()
+		if s.state == Dead || !match(req.StatesFilter, string(s.state)) || !match(req.TypesFilter, "classic") {
+			continue
+		}
+		lg := kmsg.NewListGroupsResponseGroup()
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = id, s.protocolType, string(s.state), "classic"
+		resp.Groups = append(resp.Groups, lg)
+	}
+	return resp
+}
+
+// DescribeGroups describes each group; an unknown one is Dead (v0-v5) or
+// GROUP_ID_NOT_FOUND (v6+), as in Kafka.
+func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	for _, id := range req.Groups {
+		d := kmsg.NewDescribeGroupsResponseGroup()
+		d.Group = id
+		if d.ErrorCode = c.unavailable(); d.ErrorCode != 0 {
+			resp.Groups = append(resp.Groups, d)
+			continue
+		}
+		g := c.get(id, false)
+		if g == nil || !g.do(func() { d = g.describe() }) {
+			d.State = string(Dead)
+			if req.Version >= 6 {
+				d.ErrorCode = kerr.GroupIDNotFound.Code
+				msg := fmt.Sprintf("group %s not found", id)
+				d.ErrorMessage = &msg
+			}
+		}
+		resp.Groups = append(resp.Groups, d)
+	}
+	return resp
+}
+
+// DeleteGroups deletes empty groups with their offsets.
+func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	for _, id := range req.Groups {
+		d := kmsg.NewDeleteGroupsResponseGroup()
+		d.Group = id
+		d.ErrorCode = c.unavailable()
+		if d.ErrorCode == 0 {
+			d.ErrorCode = c.deleteGroup(id)
+		}
+		resp.Groups = append(resp.Groups, d)
+	}
+	return resp
+}
+
+func (c *Coordinator) deleteGroup(id string) int16 {
+	g := c.get(id, false)
+	if g == nil {
+		return kerr.GroupIDNotFound.Code
+	}
+	code := kerr.GroupIDNotFound.Code
+	g.do(func() {
+		switch {
+		case g.state == Dead:
+		case !g.isEmpty():
+			code = kerr.NonEmptyGroup.Code
+		case g.delete() != nil:
+			code = kerr.CoordinatorNotAvailable.Code
+		default:
+			code = 0
+		}
+	})
+	return code
+}

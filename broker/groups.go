@@ -1,0 +1,143 @@
+package broker
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/weir-broker/weir/broker/group"
+	"github.com/weir-broker/weir/log"
+)
+
+// GroupTopic is the internal topic holding committed offsets and group
+// metadata.
+const GroupTopic = "__consumer_offsets"
+
+// Internal reports whether clients may only read the topic.
+func (t *Topic) Internal() bool { return t.Name == GroupTopic }
+
+// Groups is the group coordinator.
+func (b *Broker) Groups() *group.Coordinator { return b.groups }
+
+// openGroups creates __consumer_offsets on first start, replays it and
+// starts the coordinator.
+func (b *Broker) openGroups() error {
+	t := b.Topic(GroupTopic)
+	if t == nil {
+		var err error
+		t, err = b.CreateTopic(CreateTopicRequest{
+			Name:       GroupTopic,
+			Partitions: int32(b.props.Int("group_topic_partitions")),
+			// Offsets are kept by the coordinator's own rules (offset
+			// retention), never by time-based segment deletion.
+			Configs: map[string]string{"retention.ms": "-1", "retention.bytes": "-1", "segment.bytes": "104857600"},
+		})
+		if err != nil {
+			return fmt.Errorf("create %s: %w", GroupTopic, err)
+		}
+	}
+	b.groups = group.New(group.Options{
+		Store:    groupStore{b: b, topic: t},
+		Settings: b.groupSettings,
+		PartitionExists: func(topic string, partition int32) bool {
+			tp := b.Topic(topic)
+			return tp != nil && tp.Partition(partition) != nil
+		},
+		Logger: b.logger,
+		Now:    b.now,
+	})
+	if err := b.groups.Load(); err != nil {
+		return err
+	}
+	b.done.Add(1)
+	go b.offsetExpiryLoop()
+	return nil
+}
+
+func (b *Broker) groupSettings() group.Settings {
+	ms := func(name string) time.Duration { return time.Duration(b.props.Int(name)) * time.Millisecond }
+	return group.Settings{
+		MinSessionTimeout:     ms("group_min_session_timeout_ms"),
+		MaxSessionTimeout:     ms("group_max_session_timeout_ms"),
+		InitialRebalanceDelay: ms("group_initial_rebalance_delay_ms"),
+		OffsetRetention:       time.Duration(b.props.Int("group_offset_retention_sec")) * time.Second,
+	}
+}
+
+// offsetExpiryLoop removes expired offsets of empty groups, re-reading
+// the check interval each round so a property change takes effect.
+func (b *Broker) offsetExpiryLoop() {
+	defer b.done.Done()
+	for {
+		timer := time.NewTimer(time.Duration(b.props.Int("group_offset_retention_check_ms")) * time.Millisecond)
+		select {
+		case <-b.stop:
+			timer.Stop()
+			return
+		case <-timer.C:
+			b.groups.ExpireOffsets()
+		}
+	}
+}
+
+// groupStore keeps the coordinator's records in __consumer_offsets,
+// through the same partition append path as any produce.
+type groupStore struct {
+	b     *Broker
+	topic *Topic
+}
+
+func (s groupStore) Partitions() int32 { return int32(len(s.topic.Partitions())) }
+
+func (s groupStore) Append(partition int32, records []log.KeyValue) error {
+	p := s.topic.Partition(partition)
+	if p == nil {
+		return fmt.Errorf("%w: %s/%d", kerr.UnknownTopicOrPartition, GroupTopic, partition)
+	}
+	batch := log.BuildBatch(s.b.now().UnixMilli(), records)
+	headers, err := log.ValidateBatches(batch)
+	if err != nil {
+		return err
+	}
+	_, err = p.appendBatch(batch, headers, log.AppendOptions{})
+	return err
+}
+
+// replayReadBytes bounds one read while replaying a partition.
+const replayReadBytes = 4 << 20
+
+func (s groupStore) Replay(partition int32, fn func(key, value []byte)) error {
+	p := s.topic.Partition(partition)
+	if p == nil {
+		return fmt.Errorf("%w: %s/%d", kerr.UnknownTopicOrPartition, GroupTopic, partition)
+	}
+	start, end := p.LogStartOffset(), p.HighWatermark()
+	for next := start; next < end; {
+		data, err := p.log.Read(next, replayReadBytes, log.Obligatory, end)
+		if err != nil {
+			return err
+		}
+		headers, err := log.ValidateBatches(data)
+		if err != nil {
+			return err
+		}
+		if len(headers) == 0 {
+			return fmt.Errorf("no batch at offset %d below the high watermark %d", next, end)
+		}
+		for _, h := range headers {
+			err := log.ForEachRecord(data[:h.Size()], func(r log.Record) bool {
+				if r.Offset >= start {
+					fn(r.Key, r.Value)
+				}
+				return true
+			})
+			if err != nil {
+				return err
+			}
+			data = data[h.Size():]
+			next = h.LastOffset() + 1
+		}
+	}
+	return nil
+}

@@ -1,0 +1,51 @@
+package kafka
+
+// FindCoordinator, v0-v6.
+//
+// Behaviour:
+//   - Group keys (type 0): this broker, which hosts every partition of
+//     __consumer_offsets on a single node; COORDINATOR_LOAD_IN_PROGRESS
+//     until the coordinator has replayed its state.
+//   - v4+ batches keys (KIP-699): one entry per key, each with its own
+//     error; v0-v3 carry one key in top-level fields.
+//   - Transaction keys (type 1): TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as
+//     InitProducerId answers, since there are no transactions; clients
+//     treat it as fatal instead of retrying forever. Other types
+//     INVALID_REQUEST.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (s *Server) handleFindCoordinator(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	self := s.brokerEntry()
+	find := func(key string) kmsg.FindCoordinatorResponseCoordinator {
+		co := kmsg.NewFindCoordinatorResponseCoordinator()
+		co.Key, co.NodeID = key, -1
+		var code int16
+		switch {
+		case req.CoordinatorType == 1:
+			code = kerr.TransactionalIDAuthorizationFailed.Code
+		case req.CoordinatorType != 0:
+			code = kerr.InvalidRequest.Code
+		case !s.broker.Groups().Loaded():
+			code = kerr.CoordinatorLoadInProgress.Code
+		default:
+			co.NodeID, co.Host, co.Port = self.NodeID, self.Host, self.Port
+		}
+		co.ErrorCode = code
+		return co
+	}
+	if req.Version >= 4 {
+		for _, key := range req.CoordinatorKeys {
+			resp.Coordinators = append(resp.Coordinators, find(key))
+		}
+		return resp, nil
+	}
+	co := find(req.CoordinatorKey)
+	resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = co.ErrorCode, co.NodeID, co.Host, co.Port
+	return resp, nil
+}

@@ -1,0 +1,16 @@
+package kafka
+
+// Heartbeat, v0-v4.
+//
+// Behaviour: keeps a member's session alive; REBALANCE_IN_PROGRESS tells
+// it to rejoin; UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION and
+// FENCED_INSTANCE_ID as in Kafka. A member that sends nothing for its
+// session timeout is removed and the group rebalances.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (s *Server) handleHeartbeat(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
+	return s.broker.Groups().Heartbeat(kreq.(*kmsg.HeartbeatRequest)), nil
+}

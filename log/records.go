@@ -1,0 +1,141 @@
+package log
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+)
+
+// Record is one record of a batch, as ForEachRecord decodes it. Key and
+// Value alias the batch (or its decompressed copy); nil means null.
+type Record struct {
+	Offset    int64
+	Timestamp int64
+	Key       []byte
+	Value     []byte
+}
+
+// ForEachRecord decodes the records of one batch (compressed or not) in
+// order. For LogAppendTime batches every record carries the batch's
+// maxTimestamp.
+//
+//	record: length varint | attributes i8 | timestampDelta varlong |
+//	        offsetDelta varint | keyLength varint | key |
+//	        valueLength varint | value | headers   (zigzag varints)
+func ForEachRecord(batch []byte, fn func(Record) bool) error {
+	if len(batch) < batchHeaderLen {
+		return fmt.Errorf("%w: %d bytes is shorter than a batch header", ErrCorruptBatch, len(batch))
+	}
+	h := parseHeader(batch)
+	if err := checkFraming(h, len(batch)); err != nil {
+		return err
+	}
+	data, err := decompress(h.Compression(), batch[batchHeaderLen:h.Size()])
+	if err != nil {
+		return fmt.Errorf("%w: batch %d: %w", ErrCorruptBatch, h.BaseOffset, err)
+	}
+	for i := int32(0); i < h.NumRecords; i++ {
+		r, rest, err := decodeRecord(data)
+		if err != nil {
+			return fmt.Errorf("%w: batch %d record %d: %v", ErrCorruptBatch, h.BaseOffset, i, err)
+		}
+		data = rest
+		r.Offset += h.BaseOffset
+		r.Timestamp += h.FirstTimestamp
+		if h.IsLogAppendTime() {
+			r.Timestamp = h.MaxTimestamp
+		}
+		if !fn(r) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// decodeRecord reads one record; Offset and Timestamp are the deltas.
+func decodeRecord(data []byte) (Record, []byte, error) {
+	length, n := binary.Varint(data)
+	if n <= 0 || length < 1 || length > int64(len(data)-n) {
+		return Record{}, nil, fmt.Errorf("bad length")
+	}
+	rec, rest := data[n+1:n+int(length)], data[n+int(length):] // skip attributes
+	var r Record
+	var ok bool
+	if r.Timestamp, rec, ok = varint(rec); !ok {
+		return Record{}, nil, fmt.Errorf("bad timestamp delta")
+	}
+	if r.Offset, rec, ok = varint(rec); !ok {
+		return Record{}, nil, fmt.Errorf("bad offset delta")
+	}
+	if r.Key, rec, ok = varBytes(rec); !ok {
+		return Record{}, nil, fmt.Errorf("bad key")
+	}
+	if r.Value, _, ok = varBytes(rec); !ok {
+		return Record{}, nil, fmt.Errorf("bad value")
+	}
+	return r, rest, nil
+}
+
+func varint(b []byte) (int64, []byte, bool) {
+	v, n := binary.Varint(b)
+	if n <= 0 {
+		return 0, nil, false
+	}
+	return v, b[n:], true
+}
+
+// varBytes reads a varint-length byte string; length -1 is null.
+func varBytes(b []byte) ([]byte, []byte, bool) {
+	l, b, ok := varint(b)
+	switch {
+	case !ok || l < -1 || l > int64(len(b)):
+		return nil, nil, false
+	case l == -1:
+		return nil, b, true
+	}
+	return b[:l:l], b[l:], true
+}
+
+// KeyValue is a record the broker writes itself; a nil Value is a
+// tombstone.
+type KeyValue struct {
+	Key, Value []byte
+}
+
+// BuildBatch encodes records as one uncompressed RecordBatch v2 with base
+// offset 0 and every record at timestamp ts, as a producer without
+// idempotence would send it; Append assigns the real offsets.
+func BuildBatch(ts int64, records []KeyValue) []byte {
+	b := make([]byte, batchHeaderLen, batchHeaderLen+64*len(records))
+	for i, kv := range records {
+		var body []byte
+		body = append(body, 0) // attributes
+		body = binary.AppendVarint(body, 0)
+		body = binary.AppendVarint(body, int64(i))
+		body = appendVarBytes(body, kv.Key)
+		body = appendVarBytes(body, kv.Value)
+		body = binary.AppendVarint(body, 0) // no headers
+		b = binary.AppendVarint(b, int64(len(body)))
+		b = append(b, body...)
+	}
+	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-batchPrefixLen))
+	binary.BigEndian.PutUint32(b[offLeaderEpoch:], 0xffffffff)
+	b[offMagic] = 2
+	binary.BigEndian.PutUint32(b[offLastOffsetDelt:], uint32(len(records)-1))
+	binary.BigEndian.PutUint64(b[offFirstTimestamp:], uint64(ts))
+	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(ts))
+	binary.BigEndian.PutUint64(b[offProducerID:], 0xffffffffffffffff)
+	binary.BigEndian.PutUint16(b[offProducerEpoch:], 0xffff)
+	binary.BigEndian.PutUint32(b[offBaseSequence:], 0xffffffff)
+	binary.BigEndian.PutUint32(b[offRecordCount:], uint32(len(records)))
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], crcTable))
+	return b
+}
+
+func appendVarBytes(dst, b []byte) []byte {
+	if b == nil {
+		return binary.AppendVarint(dst, -1)
+	}
+	dst = binary.AppendVarint(dst, int64(len(b)))
+	return append(dst, b...)
+}
