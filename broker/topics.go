@@ -230,23 +230,37 @@ func (b *Broker) growTopic(t *Topic, count int32) error {
 // DeleteTopic removes a topic and its data.
 func (b *Broker) DeleteTopic(name string) error {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	t := b.byName[name]
 	if t == nil {
+		b.mu.Unlock()
 		return fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, name)
 	}
-	return b.deleteTopicLocked(t)
+	return b.deleteTopic(t)
 }
 
 // DeleteTopicByID removes a topic named by its ID (DeleteTopics v6+).
 func (b *Broker) DeleteTopicByID(id TopicID) (string, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	t := b.byID[id]
 	if t == nil {
+		b.mu.Unlock()
 		return "", fmt.Errorf("%w: %s", kerr.UnknownTopicID, id)
 	}
-	return t.Name, b.deleteTopicLocked(t)
+	return t.Name, b.deleteTopic(t)
+}
+
+// deleteTopic is entered with b.mu held and releases it. Groups' offsets
+// of the topic are dropped after the lock is released: the coordinator's
+// loops look topics up, and waiting on them under b.mu would deadlock.
+// The drop finishes before the delete is answered, so a topic created
+// again under the name never has its new commits removed.
+func (b *Broker) deleteTopic(t *Topic) error {
+	err := b.deleteTopicLocked(t)
+	b.mu.Unlock()
+	if err == nil && b.groups != nil {
+		b.groups.TopicDeleted(t.Name)
+	}
+	return err
 }
 
 func (b *Broker) deleteTopicLocked(t *Topic) error {

@@ -447,3 +447,17 @@ func (c *Coordinator) deleteGroup(id string) int16 {
 	})
 	return code
 }
+
+// TopicDeleted drops every group's offsets for a deleted topic, as Kafka
+// does, so a topic created again under the name starts uncommitted.
+func (c *Coordinator) TopicDeleted(topic string) {
+	c.mu.Lock()
+	groups := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		groups = append(groups, g)
+	}
+	c.mu.Unlock()
+	for _, g := range groups {
+		g.do(func() { g.dropTopic(topic) })
+	}
+}

@@ -246,3 +246,20 @@ func (g *group) expireOffsets(now time.Time, retention time.Duration) (gone bool
 	}
 	return g.delete() == nil
 }
+
+// dropTopic removes the group's offsets of a deleted topic.
+func (g *group) dropTopic(topic string) {
+	ps := g.offsets[topic]
+	if len(ps) == 0 || g.state == Dead {
+		return
+	}
+	records := make([]log.KeyValue, 0, len(ps))
+	for p := range ps {
+		records = append(records, log.KeyValue{Key: offsetKey(g.id, topic, p)})
+	}
+	if err := g.c.append(g.id, records); err != nil {
+		g.c.logger.Warn("dropping offsets of a deleted topic", "group", g.id, "topic", topic, "err", err)
+		return
+	}
+	delete(g.offsets, topic)
+}

@@ -1,0 +1,207 @@
+package group
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/log"
+)
+
+// memStore keeps records in memory, per partition, in append order.
+type memStore struct {
+	mu    sync.Mutex
+	parts [][]log.KeyValue
+	fail  bool
+}
+
+func newMemStore(partitions int) *memStore { return &memStore{parts: make([][]log.KeyValue, partitions)} }
+
+func (s *memStore) Partitions() int32 { return int32(len(s.parts)) }
+
+func (s *memStore) Append(p int32, records []log.KeyValue) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail {
+		return io.ErrClosedPipe
+	}
+	s.parts[p] = append(s.parts[p], records...)
+	return nil
+}
+
+func (s *memStore) Replay(p int32, fn func(key, value []byte)) error {
+	s.mu.Lock()
+	records := append([]log.KeyValue(nil), s.parts[p]...)
+	s.mu.Unlock()
+	for _, r := range records {
+		fn(r.Key, r.Value)
+	}
+	return nil
+}
+
+func testSettings() Settings {
+	return Settings{MinSessionTimeout: 10 * time.Millisecond, MaxSessionTimeout: time.Minute, OffsetRetention: time.Hour}
+}
+
+func newTestCoordinator(t *testing.T, store *memStore, settings Settings) *Coordinator {
+	t.Helper()
+	c := New(Options{
+		Store:           store,
+		Settings:        func() Settings { return settings },
+		PartitionExists: func(topic string, partition int32) bool { return topic != "missing" && partition < 8 },
+		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err := c.Load(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func consumerProtocols(topics ...string) []kmsg.JoinGroupRequestProtocol {
+	meta := kmsg.NewConsumerMemberMetadata()
+	meta.Topics = topics
+	return []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: meta.AppendTo(nil)}, {Name: "roundrobin", Metadata: meta.AppendTo(nil)}}
+}
+
+type joinOpts struct {
+	version    int16
+	memberID   string
+	instanceID string
+	session    time.Duration
+	rebalance  time.Duration
+	protocols  []kmsg.JoinGroupRequestProtocol
+}
+
+func joinReq(group string, o joinOpts) *kmsg.JoinGroupRequest {
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Version = o.version
+	if req.Version == 0 {
+		req.Version = 9
+	}
+	req.Group, req.MemberID, req.ProtocolType = group, o.memberID, "consumer"
+	if o.instanceID != "" {
+		id := o.instanceID
+		req.InstanceID = &id
+	}
+	req.SessionTimeoutMillis = int32(max(o.session, 10*time.Second).Milliseconds())
+	if o.session > 0 {
+		req.SessionTimeoutMillis = int32(o.session.Milliseconds())
+	}
+	req.RebalanceTimeoutMillis = int32(max(o.rebalance, 0).Milliseconds())
+	if o.rebalance == 0 {
+		req.RebalanceTimeoutMillis = 10_000
+	}
+	req.Protocols = o.protocols
+	if req.Protocols == nil {
+		req.Protocols = consumerProtocols("t")
+	}
+	return req
+}
+
+// joinAsync starts a JoinGroup and returns where its answer arrives.
+func joinAsync(c *Coordinator, req *kmsg.JoinGroupRequest) chan *kmsg.JoinGroupResponse {
+	out := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() { out <- c.JoinGroup(context.Background(), req, Client{ID: "test", Host: "/127.0.0.1"}) }()
+	return out
+}
+
+func wait[T any](t *testing.T, ch chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
+	}
+}
+
+// joinNew does the KIP-394 round trip and returns the completed join.
+func joinNew(t *testing.T, c *Coordinator, group string, o joinOpts) *kmsg.JoinGroupResponse {
+	t.Helper()
+	resp := wait(t, joinAsync(c, joinReq(group, o)), "first join")
+	if o.instanceID == "" {
+		if resp.ErrorCode != kerrCode("MEMBER_ID_REQUIRED") {
+			t.Fatalf("first join: error %d, want MEMBER_ID_REQUIRED", resp.ErrorCode)
+		}
+		o.memberID = resp.MemberID
+		resp = wait(t, joinAsync(c, joinReq(group, o)), "second join")
+	}
+	if resp.ErrorCode != 0 {
+		t.Fatalf("join: error %d", resp.ErrorCode)
+	}
+	return resp
+}
+
+func syncAsync(c *Coordinator, group, member string, generation int32, assignments map[string][]byte) chan *kmsg.SyncGroupResponse {
+	req := kmsg.NewPtrSyncGroupRequest()
+	req.Version = 5
+	req.Group, req.MemberID, req.Generation = group, member, generation
+	for id, a := range assignments {
+		req.GroupAssignment = append(req.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: id, MemberAssignment: a})
+	}
+	out := make(chan *kmsg.SyncGroupResponse, 1)
+	go func() { out <- c.SyncGroup(context.Background(), req) }()
+	return out
+}
+
+func heartbeat(c *Coordinator, group, member string, generation int32) int16 {
+	req := kmsg.NewPtrHeartbeatRequest()
+	req.Version = 4
+	req.Group, req.MemberID, req.Generation = group, member, generation
+	return c.Heartbeat(req).ErrorCode
+}
+
+func commit(c *Coordinator, group, member string, generation int32, topic string, offsets map[int32]int64) map[int32]int16 {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version = 9
+	req.Group, req.MemberID, req.Generation = group, member, generation
+	rt := kmsg.OffsetCommitRequestTopic{Topic: topic}
+	for p, o := range offsets {
+		rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitRequestTopicPartition{Partition: p, Offset: o, LeaderEpoch: -1})
+	}
+	req.Topics = append(req.Topics, rt)
+	out := map[int32]int16{}
+	for _, p := range c.OffsetCommit(req).Topics[0].Partitions {
+		out[p.Partition] = p.ErrorCode
+	}
+	return out
+}
+
+func fetchOffsets(c *Coordinator, group string) map[string]map[int32]int64 {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Version = 9
+	req.Groups = []kmsg.OffsetFetchRequestGroup{{Group: group}}
+	out := map[string]map[int32]int64{}
+	for _, t := range c.OffsetFetch(req).Groups[0].Topics {
+		out[t.Topic] = map[int32]int64{}
+		for _, p := range t.Partitions {
+			out[t.Topic][p.Partition] = p.Offset
+		}
+	}
+	return out
+}
+
+func describe(c *Coordinator, group string) kmsg.DescribeGroupsResponseGroup {
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Version = 5
+	req.Groups = []string{group}
+	return c.DescribeGroups(req).Groups[0]
+}
+
+func waitState(t *testing.T, c *Coordinator, group, state string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for describe(c, group).State != state {
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s never reached %s: %+v", group, state, describe(c, group))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
