@@ -20,7 +20,9 @@ type memStore struct {
 	fail  bool
 }
 
-func newMemStore(partitions int) *memStore { return &memStore{parts: make([][]log.KeyValue, partitions)} }
+func newMemStore(partitions int) *memStore {
+	return &memStore{parts: make([][]log.KeyValue, partitions)}
+}
 
 func (s *memStore) Partitions() int32 { return int32(len(s.parts)) }
 
