@@ -74,6 +74,7 @@ func newRootCommand(out io.Writer) *cobra.Command {
 
 	root.AddCommand(
 		newTopicCommand(g),
+		newGroupCommand(g),
 		newProduceCommand(g),
 		newConsumeCommand(g),
 		newBenchCommand(g),
