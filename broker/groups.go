@@ -31,7 +31,9 @@ func (b *Broker) openGroups() error {
 			Partitions: int32(b.props.Int("group_topic_partitions")),
 			// Offsets are kept by the coordinator's own rules (offset
 			// retention), never by time-based segment deletion.
-			Configs: map[string]string{"retention.ms": "-1", "retention.bytes": "-1", "segment.bytes": "104857600"},
+			// Small segments let compaction free space soon after it
+			// trims.
+			Configs: map[string]string{"retention.ms": "-1", "retention.bytes": "-1", "segment.bytes": "16777216"},
 		})
 		if err != nil {
 			return fmt.Errorf("create %s: %w", GroupTopic, err)
@@ -65,8 +67,9 @@ func (b *Broker) groupSettings() group.Settings {
 	}
 }
 
-// offsetExpiryLoop removes expired offsets of empty groups, re-reading
-// the check interval each round so a property change takes effect.
+// offsetExpiryLoop removes expired offsets of empty groups and compacts
+// __consumer_offsets, re-reading the interval each round so a property
+// change takes effect.
 func (b *Broker) offsetExpiryLoop() {
 	defer b.done.Done()
 	for {
@@ -77,6 +80,7 @@ func (b *Broker) offsetExpiryLoop() {
 			return
 		case <-timer.C:
 			b.groups.ExpireOffsets()
+			b.groups.Compact(b.props.Int("group_topic_compaction_bytes"))
 		}
 	}
 }
@@ -140,4 +144,29 @@ func (s groupStore) Replay(partition int32, fn func(key, value []byte)) error {
 		}
 	}
 	return nil
+}
+
+// The store is also the coordinator's compactor (see group.Compactor).
+
+func (s groupStore) Size(partition int32) int64 {
+	if p := s.topic.Partition(partition); p != nil {
+		return p.log.Size()
+	}
+	return 0
+}
+
+func (s groupStore) EndOffset(partition int32) int64 {
+	if p := s.topic.Partition(partition); p != nil {
+		return p.HighWatermark()
+	}
+	return 0
+}
+
+func (s groupStore) TrimBefore(partition int32, offset int64) error {
+	p := s.topic.Partition(partition)
+	if p == nil {
+		return fmt.Errorf("%w: %s/%d", kerr.UnknownTopicOrPartition, GroupTopic, partition)
+	}
+	_, err := s.b.DeleteRecords(p, offset)
+	return err
 }

@@ -36,10 +36,20 @@ func (g *group) describe() kmsg.DescribeGroupsResponseGroup {
 	return d
 }
 
-// persistGroup stores the group's metadata: generation, protocol, leader
-// and every member with its subscription and assignment.
+// persistGroup stores the group's metadata.
 func (g *group) persistGroup() error {
-	v := kmsg.NewGroupMetadataValue()
+	err := g.c.append(g.id, []log.KeyValue{{Key: groupKey(g.id), Value: g.metadataValue().AppendTo(nil)}})
+	if err != nil {
+		g.c.logger.Warn("storing group metadata", "group", g.id, "err", err)
+	}
+	return err
+}
+
+// metadataValue is the group's metadata record: generation, protocol,
+// leader and every member with its subscription and assignment.
+func (g *group) metadataValue() *kmsg.GroupMetadataValue {
+	v := new(kmsg.GroupMetadataValue)
+	v.Default()
 	v.Version = 3
 	v.ProtocolType, v.Generation = g.protocolType, g.generation
 	if g.protocol != "" {
@@ -60,11 +70,7 @@ func (g *group) persistGroup() error {
 		vm.Subscription, vm.Assignment = m.metadataFor(g.protocol), m.assignment
 		v.Members = append(v.Members, vm)
 	}
-	err := g.c.append(g.id, []log.KeyValue{{Key: groupKey(g.id), Value: v.AppendTo(nil)}})
-	if err != nil {
-		g.c.logger.Warn("storing group metadata", "group", g.id, "err", err)
-	}
-	return err
+	return v
 }
 
 // delete writes tombstones for the group and its offsets and marks it

@@ -46,9 +46,10 @@ type Coordinator struct {
 	now    func() time.Time
 	loaded atomic.Bool
 
-	mu     sync.Mutex
-	groups map[string]*group
-	closed bool
+	mu            sync.Mutex
+	groups        map[string]*group
+	compactedSize map[int32]int64 // partition size after its last compaction
+	closed        bool
 }
 
 // New makes a coordinator; Load must run before it answers requests.
@@ -59,7 +60,7 @@ func New(opts Options) *Coordinator {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Coordinator{opts: opts, logger: opts.Logger, now: opts.Now, groups: map[string]*group{}}
+	return &Coordinator{opts: opts, logger: opts.Logger, now: opts.Now, groups: map[string]*group{}, compactedSize: map[int32]int64{}}
 }
 
 func (c *Coordinator) settings() Settings { return c.opts.Settings() }

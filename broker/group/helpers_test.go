@@ -15,9 +15,10 @@ import (
 
 // memStore keeps records in memory, per partition, in append order.
 type memStore struct {
-	mu    sync.Mutex
-	parts [][]log.KeyValue
-	fail  bool
+	mu      sync.Mutex
+	parts   [][]log.KeyValue
+	trimmed map[int32]int64
+	fail    bool
 }
 
 func newMemStore(partitions int) *memStore {
@@ -206,4 +207,33 @@ func waitState(t *testing.T, c *Coordinator, group, state string) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// memStore compacts like a log: an offset per record, a movable start.
+func (s *memStore) Size(p int32) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for _, r := range s.parts[p] {
+		n += int64(len(r.Key) + len(r.Value))
+	}
+	return n
+}
+
+func (s *memStore) EndOffset(p int32) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.trimmed[p] + int64(len(s.parts[p]))
+}
+
+func (s *memStore) TrimBefore(p int32, offset int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.trimmed == nil {
+		s.trimmed = map[int32]int64{}
+	}
+	drop := offset - s.trimmed[p]
+	s.parts[p] = s.parts[p][drop:]
+	s.trimmed[p] = offset
+	return nil
 }
