@@ -141,12 +141,7 @@ func (c *Coordinator) unavailable() int16 {
 // JoinGroup answers when the group's rebalance completes, or nil if ctx
 // ends first (the connection is gone).
 func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest, client Client) *kmsg.JoinGroupResponse {
-	fail := func(code int16) *kmsg.JoinGroupResponse {
-		resp := kmsg.NewPtrJoinGroupResponse()
-		resp.Version = req.Version
-		resp.ErrorCode, resp.MemberID, resp.Generation = code, req.MemberID, -1
-		return resp
-	}
+	fail := func(code int16) *kmsg.JoinGroupResponse { return errorJoin(req, code) }
 	s := c.settings()
 	session := time.Duration(req.SessionTimeoutMillis) * time.Millisecond
 	switch {

@@ -295,3 +295,21 @@ func TestCompactionKeepsState(t *testing.T) {
 		t.Fatal("compacted again without growth")
 	}
 }
+
+// TestStaticRejoinWithNewMetadata: a cooperative client restarting sends
+// other metadata bytes (no owned partitions) for the same protocol; that
+// is no reason to rebalance.
+func TestStaticRejoinWithNewMetadata(t *testing.T) {
+	c := newTestCoordinator(t, newMemStore(4), testSettings())
+	a := joinNew(t, c, "g", joinOpts{instanceID: "i1", protocols: consumerProtocols("t")})
+	wait(t, syncAsync(c, "g", a.MemberID, 1, map[string][]byte{a.MemberID: []byte("mine")}), "sync")
+	again := wait(t, joinAsync(c, joinReq("g", joinOpts{instanceID: "i1", protocols: consumerProtocols("t", "other")})), "rejoin")
+	if again.ErrorCode != 0 || again.Generation != 1 {
+		t.Fatalf("rejoin with new metadata: %+v", again)
+	}
+	// Preferring another protocol changes the group's choice: rebalance.
+	changed := wait(t, joinAsync(c, joinReq("g", joinOpts{instanceID: "i1", protocols: []kmsg.JoinGroupRequestProtocol{{Name: "sticky"}, {Name: "roundrobin"}}})), "rejoin with another protocol")
+	if changed.ErrorCode != 0 || changed.Generation != 2 || *changed.Protocol != "sticky" {
+		t.Fatalf("rejoin with another protocol: %+v", changed)
+	}
+}

@@ -12,12 +12,7 @@ import (
 // completes.
 func (g *group) join(req *kmsg.JoinGroupRequest, client Client, reply chan *kmsg.JoinGroupResponse) {
 	now := g.c.now()
-	fail := func(code int16) {
-		resp := kmsg.NewPtrJoinGroupResponse()
-		resp.Version = req.Version
-		resp.ErrorCode, resp.MemberID, resp.Generation = code, req.MemberID, -1
-		reply <- resp
-	}
+	fail := func(code int16) { reply <- errorJoin(req, code) }
 	if g.state == Dead {
 		fail(kerr.CoordinatorNotAvailable.Code)
 		return
@@ -103,37 +98,55 @@ func (g *group) joinUnknownMember(req *kmsg.JoinGroupRequest, client Client, rep
 }
 
 // replaceStaticMember gives a rejoining static member a new member id,
-// fencing the old one. When the group is stable and nothing changed, the
-// member gets its old assignment back without a rebalance (KIP-345).
+// fencing the old one. In a stable group whose chosen protocol the new
+// metadata does not change, the member gets its old assignment back
+// without a rebalance (KIP-345). Cooperative clients send different
+// metadata bytes after a restart (their owned partitions are gone), so
+// the test is the protocol the group would select, as in Kafka, not the
+// bytes.
 func (g *group) replaceStaticMember(old *member, newID string, req *kmsg.JoinGroupRequest, client Client, reply chan *kmsg.JoinGroupResponse, now time.Time, sessionTimeout, rebalanceTimeout time.Duration) {
 	g.replyJoinError(old, kerr.FencedInstanceID.Code)
 	g.replySyncError(old, kerr.FencedInstanceID.Code)
 	delete(g.members, old.id)
-	wasLeader := g.leader == old.id
-	unchanged := old.sameProtocols(req.Protocols)
+	if g.leader == old.id {
+		g.leader = newID
+	}
 	old.id = newID
 	old.clientID, old.clientHost = client.ID, client.Host
 	g.members[newID] = old
 	g.static[*req.InstanceID] = newID
-	if wasLeader {
-		g.leader = newID
-	}
-	if g.state == Stable && unchanged {
-		old.sessionTimeout, old.rebalanceTimeout = sessionTimeout, rebalanceTimeout
-		old.lastHeartbeat = now
-		resp := g.joinResponse(old, req.Version, true)
-		reply <- resp
-		g.persistGroup() // the new member id must survive a restart
-		return
-	}
 	g.updateMember(old, req, sessionTimeout, rebalanceTimeout)
-	g.park(old, reply, req.Version, now)
+	old.lastHeartbeat = now
+
 	switch g.state {
-	case PreparingRebalance:
-		g.tryCompleteJoin(now)
+	case Stable:
+		if g.selectProtocol() == g.protocol {
+			if err := g.persistGroup(); err != nil { // the new member id must survive a restart
+				g.replyJoinError(old, kerr.CoordinatorNotAvailable.Code)
+				reply <- errorJoin(req, kerr.CoordinatorNotAvailable.Code)
+				return
+			}
+			reply <- g.joinResponse(old, req.Version, true)
+			return
+		}
+		g.park(old, reply, req.Version, now)
+		g.prepareRebalance(now, "static member "+*req.InstanceID+" changed the group's protocol")
+	case CompletingRebalance:
+		// The leader may be assigning to the old member id; the new one
+		// would get nothing. Rebalance.
+		g.park(old, reply, req.Version, now)
+		g.prepareRebalance(now, "static member "+*req.InstanceID+" rejoined during sync")
 	default:
-		g.prepareRebalance(now, "static member "+*req.InstanceID+" rejoined")
+		g.park(old, reply, req.Version, now)
+		g.tryCompleteJoin(now)
 	}
+}
+
+func errorJoin(req *kmsg.JoinGroupRequest, code int16) *kmsg.JoinGroupResponse {
+	resp := kmsg.NewPtrJoinGroupResponse()
+	resp.Version = req.Version
+	resp.ErrorCode, resp.MemberID, resp.Generation = code, req.MemberID, -1
+	return resp
 }
 
 func (g *group) newMember(req *kmsg.JoinGroupRequest, id string, client Client, sessionTimeout, rebalanceTimeout time.Duration) *member {
