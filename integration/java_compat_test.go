@@ -29,6 +29,18 @@ import (
 //	                 KafkaConsumer (read_uncommitted and read_committed);
 //	                 headers, null keys and values.
 //	timestamps       CreateTime and LogAppendTime, offsetsForTimes.
+//	group            classic consumer groups (see GroupScenario.java):
+//	                 KafkaConsumer with group.protocol=classic and
+//	                 RangeAssignor, CooperativeStickyAssignor and static
+//	                 membership; members join and leave, partitions are
+//	                 split and records read exactly once, commitSync and
+//	                 committed(); AdminClient listGroups,
+//	                 describeConsumerGroups, listConsumerGroupOffsets,
+//	                 alterConsumerGroupOffsets, deleteConsumerGroupOffsets,
+//	                 removeMembersFromConsumerGroup, deleteConsumerGroups,
+//	                 including the errors Kafka gives while the group has
+//	                 members. The broker runs with
+//	                 cluster.group_initial_rebalance_delay_ms=0.
 //
 // The test skips without java or mvn. The jar is built once per test
 // binary with mvn (Maven Central must be reachable the first time; the
@@ -193,9 +205,15 @@ func TestJavaClientCompat(t *testing.T) {
 	}
 	jar := javaCompatJar(t, mvn)
 
-	for _, scenario := range []string{"admin", "produce-consume", "timestamps"} {
+	for _, scenario := range []string{"admin", "produce-consume", "timestamps", "group"} {
 		t.Run(scenario, func(t *testing.T) {
-			b := StartBroker(t)
+			var opts []BrokerOption
+			if scenario == "group" {
+				// The first member of a new group is not kept waiting
+				// for others (Kafka's group.initial.rebalance.delay.ms).
+				opts = append(opts, WithSet("cluster.group_initial_rebalance_delay_ms", "0"))
+			}
+			b := StartBroker(t, opts...)
 			runJavaScenario(t, java, jar, b, scenario)
 			if scenario == "produce-consume" {
 				checkJavaBatches(t, b)

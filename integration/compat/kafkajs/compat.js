@@ -9,19 +9,23 @@
 // kafkajs speaks only non-flexible versions: Metadata <= 6, Produce <= 7,
 // Fetch <= 11, ListOffsets <= 3, CreateTopics <= 3, DeleteTopics <= 1,
 // DescribeConfigs <= 2, CreatePartitions <= 1, DeleteRecords 0,
-// InitProducerId <= 1.
+// InitProducerId <= 1; for groups FindCoordinator <= 2, JoinGroup <= 5,
+// SyncGroup <= 3, Heartbeat <= 3, LeaveGroup <= 3, OffsetCommit <= 5,
+// OffsetFetch <= 4, ListGroups <= 2, DescribeGroups <= 2, DeleteGroups <= 1.
 //
-// Consumption: kafkajs has no group-less consumer, and weir has no consumer
-// groups yet (no FindCoordinator/JoinGroup). The records are therefore read
-// back through kafkajs's own consumer fetch path below its group layer:
-// the Cluster the Kafka object builds for a consumer (isolation level
-// READ_COMMITTED, the consumer default), Broker.fetch (Fetch v11) and the
-// consumer's Batch class, exactly as ConsumerGroup.fetch uses them. These
-// are kafkajs internals, not public API; the public group consumer is only
-// probed, and reported, at the end.
+// Consumption, twice:
+//   - record by record, every record of three topics: kafkajs has no
+//     group-less consumer, so these are read through its consumer fetch
+//     path below the group layer: the Cluster the Kafka object builds for a
+//     consumer (isolation level READ_COMMITTED, the consumer default),
+//     Broker.fetch (Fetch v11) and the consumer's Batch class, exactly as
+//     ConsumerGroup.fetch uses them (kafkajs internals, not public API);
+//   - with the public group consumer (kafka.consumer({ groupId }),
+//     subscribe, run with eachMessage) and the admin's group calls, on a
+//     4-partition topic: see groupChecks.
 
 const assert = require('node:assert/strict')
-const { Kafka, logLevel, CompressionTypes, Partitioners } = require('kafkajs')
+const { Kafka, logLevel, CompressionTypes, Partitioners, AssignerProtocol } = require('kafkajs')
 const Batch = require('kafkajs/src/consumer/batch')
 const ISOLATION_LEVEL = require('kafkajs/src/protocol/isolationLevel')
 
@@ -323,26 +327,314 @@ async function deleteChecks(admin, producer) {
   ok('admin.deleteTopics: the topic is gone')
 }
 
-// probeGroupConsumer tries the public (group) consumer and reports what
-// happens; it asserts nothing, since weir has no consumer groups yet.
-async function probeGroupConsumer() {
-  const consumer = kafka.consumer({ groupId: `kafkajs-probe-${suffix}`, retry: { retries: 0 } })
-  let outcome
-  try {
-    const crashed = new Promise(resolve =>
-      consumer.on(consumer.events.CRASH, e => resolve(`crashed: ${e.payload.error.name}: ${e.payload.error.message}`))
-    )
-    await withTimeout(consumer.connect(), 'consumer.connect', 10000)
-    await withTimeout(consumer.subscribe({ topics: [topics.none], fromBeginning: true }), 'consumer.subscribe', 10000)
-    let got = 0
-    await withTimeout(consumer.run({ eachMessage: async () => { got++ } }), 'consumer.run', 10000)
-    outcome = await withTimeout(crashed, 'consumer crash', 10000).catch(() => `running, ${got} records after 10 s`)
-  } catch (e) {
-    outcome = `failed: ${e.name}: ${e.message}`
-  } finally {
-    await withTimeout(consumer.disconnect(), 'consumer.disconnect', 10000).catch(() => {})
+// ---------------------------------------------------------------------------
+// Consumer groups through kafkajs's public consumer and admin.
+
+const GROUP_PARTITIONS = 4
+const groupValue = (p, off) => `kafkajs-group-p${p}-o${off}`
+
+// produceGroupBatch appends perPartition records to every partition of the
+// group topic (value groupValue(p, offset)) and advances ends.
+async function produceGroupBatch(producer, topic, ends, perPartition) {
+  const messages = []
+  for (let p = 0; p < GROUP_PARTITIONS; p++) {
+    for (let i = 0; i < perPartition; i++) messages.push({ partition: p, value: groupValue(p, ends[p] + i) })
   }
-  console.log(`INFO: kafkajs group consumer (needs FindCoordinator/JoinGroup, not in weir yet): ${outcome}`)
+  const res = await withTimeout(producer.send({ topic, acks: -1, messages }), `send to ${topic}`)
+  for (const r of res) {
+    assert.equal(r.errorCode, 0)
+    assert.equal(r.baseOffset, String(ends[r.partition]), `${topic}/${r.partition}: base offset ${r.baseOffset}, want ${ends[r.partition]}`)
+  }
+  for (let p = 0; p < GROUP_PARTITIONS; p++) ends[p] += perPartition
+}
+
+// GroupRun is what the members of one group consumed: partition:offset ->
+// member, plus every problem seen (duplicates, strays, crashes).
+class GroupRun {
+  constructor(topic) {
+    this.topic = topic
+    this.seen = new Map()
+    this.problems = []
+    this.apis = new Set() // "apiName vN" of the group consumers' requests
+  }
+
+  get count() {
+    return this.seen.size
+  }
+}
+
+// startMember connects a group consumer, subscribes it to the topic from
+// the beginning and runs it, recording into run. The member's latest
+// assignment (from its GROUP_JOIN events) is member.assignment.
+async function startMember(run, groupId, name) {
+  const consumer = kafka.consumer({
+    groupId,
+    sessionTimeout: 10000,
+    rebalanceTimeout: 20000,
+    heartbeatInterval: 500,
+    maxWaitTimeInMs: 200,
+    allowAutoTopicCreation: false,
+    retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 2000 },
+  })
+  const member = { name, consumer, assignment: null, joins: 0, memberId: null, isLeader: false }
+  consumer.on(consumer.events.GROUP_JOIN, e => {
+    member.joins++
+    member.memberId = e.payload.memberId
+    member.isLeader = e.payload.isLeader
+    member.assignment = (e.payload.memberAssignment[run.topic] || []).slice().sort((a, b) => a - b)
+  })
+  consumer.on(consumer.events.CRASH, e => {
+    run.problems.push(`${name} crashed: ${e.payload.error && e.payload.error.stack}`)
+  })
+  consumer.on(consumer.events.REQUEST, e => run.apis.add(`${e.payload.apiName} v${e.payload.apiVersion}`))
+  await withTimeout(consumer.connect(), `${name}: consumer.connect`)
+  await withTimeout(consumer.subscribe({ topics: [run.topic], fromBeginning: true }), `${name}: consumer.subscribe`)
+  await withTimeout(
+    consumer.run({
+      eachMessage: async ({ topic, partition, message }) => {
+        const key = `${partition}:${message.offset}`
+        if (topic !== run.topic) run.problems.push(`${name} got a record of ${topic}`)
+        else if (run.seen.has(key)) run.problems.push(`${topic}/${key} consumed twice: by ${run.seen.get(key)}, then by ${name}`)
+        else if (message.value.toString() !== groupValue(partition, message.offset))
+          run.problems.push(`${topic}/${key}: value ${message.value}, want ${groupValue(partition, message.offset)}`)
+        else if (!member.assignment || !member.assignment.includes(partition))
+          run.problems.push(`${name} consumed ${topic}/${key} but is assigned ${JSON.stringify(member.assignment)}`)
+        run.seen.set(key, name)
+      },
+    }),
+    `${name}: consumer.run`
+  )
+  return member
+}
+
+async function stopMember(member) {
+  await withTimeout(member.consumer.disconnect(), `${member.name}: consumer.disconnect`)
+}
+
+const sleep = ms => new Promise(r => setTimeout(r, ms))
+
+// eventually polls cond (async) every 100 ms until it returns true, for at
+// most ms; describe() explains the last state on failure.
+async function eventually(what, ms, cond, describe) {
+  const deadline = Date.now() + ms
+  for (;;) {
+    if (await cond()) return
+    if (Date.now() > deadline) throw new Error(`${what}: not true within ${ms} ms; ${await describe()}`)
+    await sleep(100)
+  }
+}
+
+// awaitAssignment waits until every member's latest assignment has the
+// wanted size and together they hold every partition once.
+async function awaitAssignment(run, what, members, sizes) {
+  const state = () => members.map(m => `${m.name}=${JSON.stringify(m.assignment)}`).join(' ')
+  const t0 = Date.now()
+  await eventually(what, 45000, () => {
+    const all = members.flatMap(m => m.assignment || [])
+    return (
+      members.every((m, i) => m.assignment && m.assignment.length === sizes[i]) &&
+      all.length === GROUP_PARTITIONS &&
+      new Set(all).size === GROUP_PARTITIONS
+    )
+  }, state)
+  assert.deepEqual(run.problems, [], `${what}: ${run.problems.slice(0, 5).join('; ')}`)
+  ok(`${what}: assignment settled in ${Date.now() - t0} ms: ${state()}`)
+}
+
+// awaitConsumed waits until every offset below ends was consumed exactly
+// once (and a second more, for duplicates).
+async function awaitConsumed(run, what, ends, members) {
+  const want = ends.reduce((a, b) => a + b)
+  const t0 = Date.now()
+  await eventually(what, 45000, () => run.count >= want || run.problems.length > 0,
+    () => `consumed ${run.count} of ${want}; assignment ${members.map(m => `${m.name}=${JSON.stringify(m.assignment)}`).join(' ')}`)
+  await sleep(1000)
+  assert.deepEqual(run.problems, [], `${what}: ${run.problems.slice(0, 5).join('; ')}`)
+  assert.equal(run.count, want, `${what}: consumed ${run.count} records, want ${want}`)
+  for (let p = 0; p < GROUP_PARTITIONS; p++) {
+    for (let o = 0; o < ends[p]; o++) assert.ok(run.seen.has(`${p}:${o}`), `${what}: ${run.topic}/${p}@${o} never consumed`)
+  }
+  const per = {}
+  for (const m of run.seen.values()) per[m] = (per[m] || 0) + 1
+  ok(`${what}: all ${want} records consumed exactly once in ${Date.now() - t0} ms (per member, in total: ${JSON.stringify(per)})`)
+}
+
+async function committed(admin, groupId, topic) {
+  const res = await withTimeout(admin.fetchOffsets({ groupId, topics: [topic] }), 'admin.fetchOffsets')
+  assert.equal(res.length, 1, `fetchOffsets: ${JSON.stringify(res)}`)
+  assert.equal(res[0].topic, topic)
+  const out = new Array(GROUP_PARTITIONS).fill(null)
+  for (const p of res[0].partitions) out[p.partition] = p.offset
+  return out
+}
+
+// awaitCommitted waits until the group's committed offsets are ends
+// (kafkajs auto-commits after each batch).
+async function awaitCommitted(admin, what, groupId, topic, ends) {
+  const want = ends.map(String)
+  let got
+  await eventually(`${what}: committed offsets`, 15000, async () => {
+    got = await committed(admin, groupId, topic)
+    return JSON.stringify(got) === JSON.stringify(want)
+  }, () => `admin.fetchOffsets: ${JSON.stringify(got)}, want ${JSON.stringify(want)}`)
+  ok(`${what}: admin.fetchOffsets shows ${JSON.stringify(want)} committed`)
+}
+
+async function describeGroup(admin, groupId) {
+  const { groups } = await withTimeout(admin.describeGroups([groupId]), 'admin.describeGroups')
+  assert.equal(groups.length, 1, `describeGroups: ${JSON.stringify(groups)}`)
+  const g = groups[0]
+  assert.equal(g.groupId, groupId)
+  assert.equal(g.errorCode, 0, `describeGroups ${groupId}: error ${g.errorCode}`)
+  return g
+}
+
+async function checkDescription(admin, what, groupId, topic, members) {
+  const g = await describeGroup(admin, groupId)
+  assert.equal(g.state, 'Stable', `${what}: describeGroups state ${g.state}`)
+  assert.equal(g.protocolType, 'consumer', `${what}: describeGroups protocol type ${g.protocolType}`)
+  assert.equal(g.protocol, 'RoundRobinAssigner', `${what}: describeGroups protocol ${g.protocol}`)
+  assert.equal(g.members.length, members.length, `${what}: describeGroups members ${JSON.stringify(g.members.map(m => m.memberId))}`)
+  for (const m of members) {
+    const d = g.members.find(x => x.memberId === m.memberId)
+    assert.ok(d, `${what}: describeGroups has no member ${m.memberId} (${m.name})`)
+    assert.equal(d.clientId, 'weir-kafkajs-compat')
+    assert.ok(d.clientHost, `${what}: member ${m.name} has no client host`)
+    const meta = AssignerProtocol.MemberMetadata.decode(d.memberMetadata)
+    assert.deepEqual(meta.topics, [topic], `${what}: member ${m.name} metadata ${JSON.stringify(meta)}`)
+    const asg = AssignerProtocol.MemberAssignment.decode(d.memberAssignment)
+    const parts = ((asg && asg.assignment[topic]) || []).slice().sort((a, b) => a - b)
+    assert.deepEqual(parts, m.assignment, `${what}: member ${m.name} assignment ${JSON.stringify(asg)}, the consumer has ${JSON.stringify(m.assignment)}`)
+  }
+  ok(`${what}: describeGroups: Stable, consumer/RoundRobinAssigner, ${members.length} member(s) with their metadata and assignments`)
+}
+
+async function listed(admin, groupId) {
+  const { groups } = await withTimeout(admin.listGroups(), 'admin.listGroups')
+  return groups.find(g => g.groupId === groupId)
+}
+
+// groupChecks: one consumer reads everything and commits; a second joins
+// and they split the 4 partitions 2/2 and read a new batch exactly once;
+// the admin lists and describes the group and may neither set offsets nor
+// delete the group while it has members; one leaves and the other takes
+// everything; once empty, setOffsets rewinds partition 0 (a new member
+// starts there), resetOffsets goes back to the earliest offsets,
+// deleteGroups deletes the group.
+async function groupChecks(admin) {
+  const topic = `kafkajs-group-${suffix}`
+  const groupId = `kafkajs-group-${suffix}`
+  // A producer of its own: the other one still has the topic deleteChecks
+  // deleted among its metadata targets, and kafkajs fails a send when a
+  // target topic is unknown (as it does against Kafka).
+  const producer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner })
+  await withTimeout(producer.connect(), 'group producer.connect')
+  await withTimeout(
+    admin.createTopics({ waitForLeaders: true, timeout: 10000, topics: [{ topic, numPartitions: GROUP_PARTITIONS, replicationFactor: 1 }] }),
+    'admin.createTopics (group topic)'
+  )
+  const ends = new Array(GROUP_PARTITIONS).fill(0)
+  await produceGroupBatch(producer, topic, ends, 100)
+  const run = new GroupRun(topic)
+  const members = []
+  try {
+    const c1 = await startMember(run, groupId, 'member-1')
+    members.push(c1)
+    await awaitConsumed(run, 'group: one member', ends, [c1])
+    await awaitAssignment(run, 'group: one member', [c1], [4])
+    assert.ok(c1.isLeader, 'the only member is the leader')
+    await awaitCommitted(admin, 'group: one member', groupId, topic, ends)
+
+    const l = await listed(admin, groupId)
+    assert.ok(l, `admin.listGroups does not list ${groupId}`)
+    assert.equal(l.protocolType, 'consumer')
+    ok('admin.listGroups lists the group with protocol type consumer')
+    await checkDescription(admin, 'group: one member', groupId, topic, [c1])
+
+    // Refused while the group has a member.
+    await assert.rejects(
+      withTimeout(admin.setOffsets({ groupId, topic, partitions: [{ partition: 0, offset: '1' }] }), 'admin.setOffsets'),
+      e => /no running instances, current state: Stable/.test(e.message),
+      'admin.setOffsets on a group with a member'
+    )
+    ok('admin.setOffsets refused while the group is Stable with a member')
+    await assert.rejects(
+      withTimeout(admin.deleteGroups([groupId]), 'admin.deleteGroups'),
+      e => e.name === 'KafkaJSDeleteGroupsError' && e.groups.length === 1 && e.groups[0].error.type === 'NON_EMPTY_GROUP',
+      'admin.deleteGroups on a group with a member'
+    )
+    ok('admin.deleteGroups of a group with a member: NON_EMPTY_GROUP')
+
+    // A second member joins: 2 partitions each.
+    const joins1 = c1.joins
+    const c2 = await startMember(run, groupId, 'member-2')
+    members.push(c2)
+    await awaitAssignment(run, 'group: second member joined', [c1, c2], [2, 2])
+    assert.ok(c1.joins > joins1, 'the first member rejoined')
+    await produceGroupBatch(producer, topic, ends, 50)
+    await awaitConsumed(run, 'group: two members', ends, [c1, c2])
+    await awaitCommitted(admin, 'group: two members', groupId, topic, ends)
+    await checkDescription(admin, 'group: two members', groupId, topic, [c1, c2])
+
+    // The second member leaves (LeaveGroup): the first takes everything.
+    await stopMember(c2)
+    members.pop()
+    await awaitAssignment(run, 'group: second member left', [c1], [4])
+    await produceGroupBatch(producer, topic, ends, 10)
+    await awaitConsumed(run, 'group: one member again', ends, [c1])
+    await awaitCommitted(admin, 'group: one member again', groupId, topic, ends)
+    await stopMember(c1)
+    members.pop()
+
+    const g = await describeGroup(admin, groupId)
+    assert.equal(g.state, 'Empty', `describeGroups of the group without members: state ${g.state}`)
+    assert.equal(g.members.length, 0)
+    assert.ok(await listed(admin, groupId), `admin.listGroups does not list the empty ${groupId}`)
+    ok('group without members: describeGroups Empty, still listed, offsets kept')
+    assert.deepEqual(await committed(admin, groupId, topic), ends.map(String))
+
+    // setOffsets (kafkajs joins the group with a consumer of its own and
+    // commits with its generation) rewinds partition 0; a new member
+    // starts there and finds nothing new elsewhere.
+    await withTimeout(admin.setOffsets({ groupId, topic, partitions: [{ partition: 0, offset: '5' }] }), 'admin.setOffsets')
+    const afterSet = await committed(admin, groupId, topic)
+    assert.deepEqual(afterSet, ['5', ...ends.slice(1).map(String)], `after setOffsets: ${JSON.stringify(afterSet)}`)
+    ok(`admin.setOffsets: partition 0 committed at 5, others kept: ${JSON.stringify(afterSet)}`)
+    for (let o = 5; o < ends[0]; o++) run.seen.delete(`0:${o}`)
+    const c3 = await startMember(run, groupId, 'member-3')
+    members.push(c3)
+    await awaitConsumed(run, 'group: new member after setOffsets reads partition 0 from 5', ends, [c3])
+    await awaitCommitted(admin, 'group: new member after setOffsets', groupId, topic, ends)
+    await stopMember(c3)
+    members.pop()
+
+    // resetOffsets commits "earliest" (-2); fetchOffsets with
+    // resolveOffsets turns it into the log start offsets and commits them.
+    await withTimeout(admin.resetOffsets({ groupId, topic, earliest: true }), 'admin.resetOffsets')
+    const resolved = await withTimeout(admin.fetchOffsets({ groupId, topics: [topic], resolveOffsets: true }), 'admin.fetchOffsets(resolveOffsets)')
+    const resolvedOffs = resolved[0].partitions.sort((a, b) => a.partition - b.partition).map(p => p.offset)
+    assert.deepEqual(resolvedOffs, ['0', '0', '0', '0'], `fetchOffsets(resolveOffsets) after resetOffsets(earliest): ${JSON.stringify(resolved)}`)
+    assert.deepEqual(await committed(admin, groupId, topic), ['0', '0', '0', '0'])
+    ok('admin.resetOffsets(earliest) + fetchOffsets(resolveOffsets): every partition committed at 0')
+
+    // deleteGroups once empty, then the group is gone.
+    const del = await withTimeout(admin.deleteGroups([groupId]), 'admin.deleteGroups')
+    assert.deepEqual(del.map(r => [r.groupId, r.errorCode]), [[groupId, 0]], `deleteGroups: ${JSON.stringify(del)}`)
+    assert.equal(await listed(admin, groupId), undefined, 'admin.listGroups still lists the deleted group')
+    assert.deepEqual(await committed(admin, groupId, topic), ['-1', '-1', '-1', '-1'])
+    await assert.rejects(
+      withTimeout(admin.deleteGroups([groupId]), 'admin.deleteGroups (again)'),
+      e => e.name === 'KafkaJSDeleteGroupsError' && e.groups[0].error.type === 'GROUP_ID_NOT_FOUND',
+      'admin.deleteGroups of a deleted group'
+    )
+    ok('admin.deleteGroups: deleted (no longer listed, no offsets); deleting again is GROUP_ID_NOT_FOUND')
+    console.log(`INFO: kafkajs group consumer requests: ${[...run.apis].filter(a => /Group|Coordinator|Offset|Heartbeat/.test(a)).sort().join(', ')}`)
+  } finally {
+    await Promise.allSettled([
+      ...members.map(m => withTimeout(m.consumer.disconnect(), `${m.name}: disconnect`, 10000)),
+      withTimeout(producer.disconnect(), 'group producer.disconnect', 5000),
+    ])
+  }
 }
 
 async function main() {
@@ -387,7 +679,7 @@ async function main() {
     for (const name of ['none', 'gzip', 'idem']) await consume(consumerCluster, topics[name], counts[name], nodeId, name === 'idem')
 
     await deleteChecks(admin, producer)
-    await probeGroupConsumer()
+    await groupChecks(admin)
   } finally {
     await Promise.allSettled([
       withTimeout(producer.disconnect(), 'producer.disconnect', 5000),

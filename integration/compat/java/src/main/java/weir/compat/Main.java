@@ -62,7 +62,8 @@ import org.apache.kafka.common.utils.AppInfoParser;
  * Java kafka-clients compatibility checks against a running weir broker.
  *
  * <p>Usage: {@code java -jar weir-java-compat.jar <bootstrap> <scenario>} with scenario one
- * of {@code admin}, {@code produce-consume}, {@code timestamps}. Prints every check as
+ * of {@code admin}, {@code produce-consume}, {@code timestamps}, {@code group} (consumer groups,
+ * see {@link GroupScenario}). Prints every check as
  * "ok: ..."; exits 0 when all pass, 1 on the first failed check (message on stderr
  * prefixed "FAIL:"), 2 on bad usage, 3 when the whole scenario overruns its time limit.
  *
@@ -91,7 +92,7 @@ public final class Main {
 
     public static void main(String[] args) {
         if (args.length != 2) {
-            System.err.println("usage: weir-java-compat <bootstrap> <admin|produce-consume|timestamps>");
+            System.err.println("usage: weir-java-compat <bootstrap> <admin|produce-consume|timestamps|group>");
             System.exit(2);
         }
         bootstrap = args[0];
@@ -107,8 +108,11 @@ public final class Main {
             case "timestamps":
                 run = Main::timestamps;
                 break;
+            case "group":
+                run = GroupScenario::run;
+                break;
             default:
-                System.err.println("unknown scenario " + scenario + "; want admin, produce-consume or timestamps");
+                System.err.println("unknown scenario " + scenario + "; want admin, produce-consume, timestamps or group");
                 System.exit(2);
                 return;
         }
