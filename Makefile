@@ -3,6 +3,7 @@
 #   make run     single-node broker on 127.0.0.1:9092, data in ./data
 #   make test    everything CI runs: vet, unit tests with -race, integration
 #   make bench   Go benchmarks and an end-to-end weirctl bench run
+#   make compat  franz-go's kgo integration suite against a fresh weir
 
 GO       ?= go
 BIN      := bin
@@ -10,7 +11,7 @@ DATA_DIR ?= ./data
 BENCH_RECORDS ?= 500000
 BENCH_RECORD_SIZE ?= 1024
 
-.PHONY: all build run test unit integration bench bench-go bench-e2e lint fmt clean
+.PHONY: all build run test unit integration bench bench-go bench-e2e compat compat-short lint fmt clean
 
 all: build
 
@@ -37,6 +38,15 @@ bench-go:
 
 bench-e2e: build
 	./.ci/bench-e2e.sh $(BENCH_RECORDS) $(BENCH_RECORD_SIZE)
+
+# franz-go's own kgo integration tests against a fresh weir, with an
+# allowlist (integration/compat/kgo/allow.txt) and findings
+# (integration/compat/FINDINGS.md). The short subset also runs in make test.
+compat:
+	./.ci/compat.sh
+
+compat-short:
+	./.ci/compat.sh --short
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -1,0 +1,351 @@
+#!/usr/bin/env bash
+# Compatibility oracle: run franz-go's own kgo integration tests (pkg/kgo,
+# at the franz-go version pinned in go.mod) against a freshly started weir.
+#
+#   .ci/compat.sh            every kgo integration test; exit 1 if a test in
+#                            integration/compat/kgo/allow.txt did not pass
+#   .ci/compat.sh --short    only integration/compat/kgo/short.txt (a fast
+#                            allowlisted subset); exit 1 on any non-pass
+#   .ci/compat.sh --run RE   only integration tests whose name matches the
+#                            extended regexp RE (exit 1 as in full mode)
+#
+# Exit status: 0 ok, 1 a regression (or any non-pass with --short), 2 the
+# oracle itself could not run (build, broker start, stale list names).
+#
+# Each test runs alone (go test -run '^Name$') under its own timeout, so a
+# hang costs one test, not the run. The broker is checked after every test
+# and restarted on a fresh data dir if it died (the test is marked CRASH).
+#
+# Environment (all optional):
+#   COMPAT_TEST_TIMEOUT  seconds per test (default 180; 90 with --short)
+#   COMPAT_BUDGET        seconds for the whole test loop (default 3600; 150
+#                        with --short); tests not started in time are NOTRUN
+#   COMPAT_OUT           directory for logs and results.tsv (default: a new
+#                        temp dir, removed on success unless COMPAT_KEEP=1)
+#   KGO_TEST_RECORDS     records per ETL test (default: kgo's own, 500000;
+#                        20000 with --short)
+#   KGO_LOG_LEVEL        kgo client log level in the per-test logs (info)
+#   WEIR_LOG_LEVEL       broker --log-level (default warn)
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+root=$(pwd)
+
+mode=full
+run_re=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--short) mode=short ;;
+	--run)
+		[ $# -ge 2 ] || { echo "compat: --run needs a regexp" >&2; exit 2; }
+		mode=run; run_re=$2; shift ;;
+	-h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	*) echo "compat: unknown argument $1 (want --short or --run RE)" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+if [ "$mode" = short ]; then
+	test_timeout=${COMPAT_TEST_TIMEOUT:-90}
+	budget=${COMPAT_BUDGET:-150}
+else
+	test_timeout=${COMPAT_TEST_TIMEOUT:-180}
+	budget=${COMPAT_BUDGET:-3600}
+fi
+export KGO_TEST_RF=1
+if [ "$mode" = short ]; then
+	export KGO_TEST_RECORDS=${KGO_TEST_RECORDS:-20000}
+fi
+export KGO_LOG_LEVEL=${KGO_LOG_LEVEL:-info}
+weir_log_level=${WEIR_LOG_LEVEL:-warn}
+
+# Broker settings the kgo tests assume of a stock Kafka test broker:
+# auto-created topics, and for the group tests no initial rebalance delay
+# and a 1s minimum session timeout. The group settings are probed first and
+# dropped (with a note) if this weir predates them: weir rejects unknown
+# cluster properties at startup.
+weir_sets=(cluster.auto_create_topics_enabled=true)
+optional_sets=(cluster.group_initial_rebalance_delay_ms=0 cluster.group_min_session_timeout_ms=1000)
+
+allow_file=integration/compat/kgo/allow.txt
+short_file=integration/compat/kgo/short.txt
+
+log() { echo "compat: $*" >&2; }
+names() { sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$1"; }
+
+if [ -n "${COMPAT_OUT:-}" ]; then
+	out=$COMPAT_OUT
+	mkdir -p "$out" || exit 2
+	keep=1
+else
+	out=$(mktemp -d "${TMPDIR:-/tmp}/weir-compat.XXXXXX") || exit 2
+	keep=${COMPAT_KEEP:-0}
+fi
+mkdir -p "$out/logs" "$out/run"
+
+pid=
+stop_broker() {
+	[ -n "$pid" ] || return 0
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -TERM "$pid" 2>/dev/null
+		for _ in $(seq 1 150); do # 15s
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		if kill -0 "$pid" 2>/dev/null; then
+			log "weir (pid $pid) ignored SIGTERM for 15s; killing it"
+			kill -KILL "$pid" 2>/dev/null
+		fi
+	fi
+	wait "$pid" 2>/dev/null
+	pid=
+}
+cleanup() {
+	stop_broker
+	if [ "$keep" = 1 ] || [ "${failed_run:-1}" = 1 ]; then
+		log "logs kept in $out"
+	else
+		rm -rf "$out"
+	fi
+}
+tpid=
+on_signal() {
+	# wait (below) returns at once on a trapped signal; stop the test too.
+	[ -n "$tpid" ] && kill -TERM "$tpid" 2>/dev/null
+	exit 130
+}
+trap cleanup EXIT
+trap on_signal INT TERM
+
+# ---------------------------------------------------------------------------
+# Build weir and the kgo test binary.
+
+t0=$(date +%s)
+log "building weir"
+if ! timeout 600 go build -o "$out/weir" ./cmd/weir 2>"$out/build.log"; then
+	cat "$out/build.log" >&2; exit 2
+fi
+kgo_dir=$(go list -f '{{.Dir}}' github.com/twmb/franz-go/pkg/kgo) || exit 2
+kgo_version=$(go list -m -f '{{.Version}}' github.com/twmb/franz-go) || exit 2
+log "building kgo $kgo_version tests ($kgo_dir)"
+# -c builds in the go build cache and writes only $out/kgo.test: nothing is
+# written to the (read-only) module cache.
+if ! timeout 600 go test -c -o "$out/kgo.test" github.com/twmb/franz-go/pkg/kgo 2>"$out/build.log"; then
+	cat "$out/build.log" >&2; exit 2
+fi
+if ! timeout 300 go run integration/compat/kgo/listtests.go "$kgo_dir" >"$out/integration-tests.txt" 2>"$out/build.log"; then
+	cat "$out/build.log" >&2; exit 2
+fi
+# Sanity check the static list against what the binary really has.
+"$out/kgo.test" -test.list '^Test' >"$out/all-tests.txt" 2>/dev/null
+missing=$(grep -vxF -f "$out/all-tests.txt" "$out/integration-tests.txt")
+if [ -n "$missing" ]; then
+	log "listtests found tests the binary does not have: $missing"; exit 2
+fi
+log "$(wc -l <"$out/integration-tests.txt") of $(wc -l <"$out/all-tests.txt") kgo tests are integration tests (built in $(($(date +%s) - t0))s)"
+
+names "$allow_file" | sort -u >"$out/allow" || exit 2
+# An allowlisted or short name that kgo no longer has is an error in the
+# list, not a pass: say so instead of silently shrinking coverage.
+stale=$(grep -vxF -f "$out/integration-tests.txt" "$out/allow")
+if [ -n "$stale" ]; then
+	log "allowlisted tests that are not kgo $kgo_version integration tests: $(echo $stale)"; exit 2
+fi
+case "$mode" in
+short)
+	names "$short_file" >"$out/selected"
+	notallowed=$(grep -vxF -f "$out/allow" "$out/selected")
+	if [ -n "$notallowed" ]; then
+		log "$short_file must be a subset of $allow_file; not allowlisted: $(echo $notallowed)"; exit 2
+	fi ;;
+run) grep -E -- "$run_re" "$out/integration-tests.txt" >"$out/selected" ;;
+full) cp "$out/integration-tests.txt" "$out/selected" ;;
+esac
+if [ ! -s "$out/selected" ]; then
+	log "no tests selected"; exit 2
+fi
+
+# ---------------------------------------------------------------------------
+# The broker.
+
+free_ports() {
+	python3 -c 'import socket
+ss=[socket.socket() for _ in range(3)]
+for s in ss: s.bind(("127.0.0.1",0))
+print(*[s.getsockname()[1] for s in ss])
+for s in ss: s.close()'
+}
+
+# Probe the optional settings once: weir rejects unknown cluster properties
+# at startup, so a broker that does not know them exits within seconds.
+probe_set() {
+	local d ports kp ap rp p rc
+	d=$(mktemp -d "$out/probe.XXXXXX")
+	read -r kp ap rp < <(free_ports)
+	"$out/weir" --data-dir "$d/data" --kafka-addr "127.0.0.1:$kp" --admin-addr "127.0.0.1:$ap" \
+		--rpc-addr "127.0.0.1:$rp" --log-level warn --set "$1" >"$d/log" 2>&1 &
+	p=$!
+	rc=1
+	for _ in $(seq 1 100); do # 10s
+		if ! kill -0 "$p" 2>/dev/null; then break; fi
+		if curl -sf -m 1 "http://127.0.0.1:$ap/v1/status/ready" >/dev/null 2>&1; then rc=0; break; fi
+		sleep 0.1
+	done
+	kill -TERM "$p" 2>/dev/null
+	for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "$p" 2>/dev/null
+	wait "$p" 2>/dev/null
+	[ $rc = 0 ] || sed 's/^/compat:   /' "$d/log" | head -3 >&2
+	rm -rf "$d"
+	return $rc
+}
+for s in "${optional_sets[@]}"; do
+	if probe_set "$s"; then
+		weir_sets+=("$s")
+	else
+		log "weir does not accept --set $s; running without it"
+	fi
+done
+
+starts=0
+start_broker() {
+	local attempt kp ap rp
+	for attempt in 1 2 3; do
+		starts=$((starts + 1))
+		data="$out/run/data.$starts"
+		read -r kp ap rp < <(free_ports)
+		kafka_addr=127.0.0.1:$kp
+		admin_addr=127.0.0.1:$ap
+		local args=(--data-dir "$data" --kafka-addr "$kafka_addr" --admin-addr "$admin_addr"
+			--rpc-addr "127.0.0.1:$rp" --log-level "$weir_log_level")
+		for s in "${weir_sets[@]}"; do args+=(--set "$s"); done
+		echo "=== start #$starts $(date -u +%FT%TZ): weir ${args[*]}" >>"$out/weir.log"
+		"$out/weir" "${args[@]}" >>"$out/weir.log" 2>&1 &
+		pid=$!
+		for _ in $(seq 1 200); do # 20s
+			kill -0 "$pid" 2>/dev/null || break
+			if [ "$(curl -s -o /dev/null -w '%{http_code}' -m 1 "http://$admin_addr/v1/status/ready")" = 200 ]; then
+				return 0
+			fi
+			sleep 0.1
+		done
+		log "weir start #$starts did not become ready (attempt $attempt)"
+		stop_broker
+		grep -q 'address already in use' "$out/weir.log" || break
+	done
+	tail -20 "$out/weir.log" >&2
+	return 1
+}
+
+start_broker || { log "weir did not start"; exit 2; }
+log "weir pid $pid on $kafka_addr (admin $admin_addr), sets: ${weir_sets[*]}"
+
+# ---------------------------------------------------------------------------
+# The tests.
+
+# A heuristic: t.Log and t.Error look alike in the output. The first error
+# testConsumer reported (ETL tests), else the first *_test.go line that is
+# not a known log or skip message.
+first_error() {
+	local e
+	e=$(grep -m1 -o 'testConsumer sendErr group=[0-9a-f]*: .*' "$1" | sed 's/group=[0-9a-f]*/group=.../')
+	[ -n "$e" ] || e=$(grep -E '^[[:space:]]+[a-z0-9_]+_test\.go:[0-9]+: ' "$1" |
+		grep -vE 'completed in|deleting (topic|group)|NOT DELETING|does not support|not set, skipping' |
+		head -1 | sed 's/^[[:space:]]*//')
+	printf '%s' "$e"
+}
+
+export KGO_SEEDS=$kafka_addr
+: >"$out/results.tsv"
+loop_start=$(date +%s)
+# The test binary runs in its own empty directory (not the module cache).
+while read -r t; do
+	[ -n "$t" ] || continue
+	if [ $(($(date +%s) - loop_start)) -ge "$budget" ]; then
+		printf '%s\tNOTRUN\t0\tbudget of %ss used up\n' "$t" "$budget" >>"$out/results.tsv"
+		continue
+	fi
+	if ! kill -0 "$pid" 2>/dev/null; then
+		stop_broker
+		start_broker || { log "weir did not restart"; exit 2; }
+		export KGO_SEEDS=$kafka_addr
+	fi
+	tlog="$out/logs/$t.log"
+	s=$(date +%s)
+	(cd "$out/run" && exec timeout -k 10 "$test_timeout" "$out/kgo.test" \
+		-test.run "^${t}\$" -test.count 1 -test.v -test.timeout "$((test_timeout - 5))s" </dev/null >"$tlog" 2>&1) &
+	tpid=$!
+	wait "$tpid"
+	rc=$?
+	tpid=
+	secs=$(($(date +%s) - s))
+	why=
+	if ! kill -0 "$pid" 2>/dev/null; then
+		status=CRASH
+		why="weir exited during the test (see weir.log)"
+	elif [ $rc = 124 ] || [ $rc = 137 ] || grep -q '^panic: test timed out' "$tlog"; then
+		status=TIMEOUT
+		why="over ${test_timeout}s"
+		first=$(first_error "$tlog")
+		[ -z "$first" ] || why="$why; first error: $first"
+	elif [ $rc = 0 ] && grep -q "^--- SKIP: $t " "$tlog"; then
+		status=SKIP
+		why=$(sed "/^--- SKIP: $t /q" "$tlog" | grep -E '^[[:space:]]+[a-z0-9_]+\.go:[0-9]+: ' |
+			grep -vE 'completed in|deleting (topic|group)' | tail -1 | sed 's/^[[:space:]]*//')
+	elif [ $rc = 0 ] && grep -q "^--- PASS: $t " "$tlog"; then
+		status=PASS
+	else
+		status=FAIL
+		why=$(first_error "$tlog")
+		[ -n "$why" ] || why=$(grep -m1 '^panic:' "$tlog")
+		[ -n "$why" ] || why="exit $rc"
+	fi
+	why=$(printf '%s' "$why" | tr '\t\n' '  ' | cut -c1-160)
+	printf '%s\t%s\t%s\t%s\n' "$t" "$status" "$secs" "$why" >>"$out/results.tsv"
+	printf 'compat: %-58s %-7s %4ss %s\n' "$t" "$status" "$secs" "$why" >&2
+done <"$out/selected"
+# Which APIs the tests drove, from the broker's own counters (the last
+# broker instance only, if it had to be restarted).
+apis=$(curl -sf -m 5 "http://$admin_addr/metrics" 2>/dev/null |
+	sed -n 's/^weir_kafka_requests_total{api="\([^"]*\)"} \([0-9.e+]*\)$/\1=\2/p' | sort | paste -sd' ')
+stop_broker
+wall=$(($(date +%s) - t0))
+
+# ---------------------------------------------------------------------------
+# Summary.
+
+echo
+echo "kgo $kgo_version integration tests against weir ($mode mode, ${wall}s wall)"
+printf '%-58s %-7s %5s  %-5s %s\n' TEST STATUS SECS ALLOW DETAIL
+while IFS=$'\t' read -r t status secs why; do
+	a=no
+	grep -qxF "$t" "$out/allow" && a=yes
+	printf '%-58s %-7s %5s  %-5s %s\n' "$t" "$status" "$secs" "$a" "$why"
+done <"$out/results.tsv"
+echo
+for st in PASS FAIL SKIP TIMEOUT CRASH NOTRUN; do
+	printf '%s=%s ' "$st" "$(awk -F'\t' -v s=$st '$2==s' "$out/results.tsv" | wc -l)"
+done
+echo "total=$(wc -l <"$out/results.tsv")"
+[ -z "$apis" ] || echo "weir requests by API: $apis"
+
+failed_run=0
+if [ "$mode" = short ]; then
+	bad=$(awk -F'\t' '$2!="PASS"{print $1" ("$2")"}' "$out/results.tsv")
+	if [ -n "$bad" ]; then
+		echo "short subset: tests that did not pass:"; echo "$bad" | sed 's/^/  /'
+		failed_run=1
+	fi
+else
+	new=$(awk -F'\t' '$2=="PASS"{print $1}' "$out/results.tsv" | grep -vxF -f "$out/allow")
+	if [ -n "$new" ]; then
+		echo "passing but not allowlisted (candidates for $allow_file):"; echo "$new" | sed 's/^/  /'
+	fi
+	reg=$(awk -F'\t' 'FILENAME==ARGV[1]{a[$1];next} ($1 in a) && $2!="PASS"{print "  "$1" ("$2")"}' \
+		"$out/allow" "$out/results.tsv")
+	if [ -n "$reg" ]; then
+		echo "REGRESSIONS: allowlisted tests that did not pass:"; echo "$reg"
+		failed_run=1
+	fi
+fi
+[ "$failed_run" = 0 ] && echo "compat: OK" || echo "compat: FAILED"
+exit "$failed_run"
