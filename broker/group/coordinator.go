@@ -116,16 +116,21 @@ func (c *Coordinator) Close() {
 	}
 }
 
-// ExpireOffsets applies the offset retention to every empty group.
-func (c *Coordinator) ExpireOffsets() {
-	retention := c.settings().OffsetRetention
+// all returns the live groups; callers visit them without the table lock.
+func (c *Coordinator) all() []*group {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	groups := make([]*group, 0, len(c.groups))
 	for _, g := range c.groups {
 		groups = append(groups, g)
 	}
-	c.mu.Unlock()
-	for _, g := range groups {
+	return groups
+}
+
+// ExpireOffsets applies the offset retention to every empty group.
+func (c *Coordinator) ExpireOffsets() {
+	retention := c.settings().OffsetRetention
+	for _, g := range c.all() {
 		g.do(func() { g.expireOffsets(c.now(), retention) })
 	}
 }
@@ -447,13 +452,7 @@ func (c *Coordinator) deleteGroup(id string) int16 {
 // TopicDeleted drops every group's offsets for a deleted topic, as Kafka
 // does, so a topic created again under the name starts uncommitted.
 func (c *Coordinator) TopicDeleted(topic string) {
-	c.mu.Lock()
-	groups := make([]*group, 0, len(c.groups))
-	for _, g := range c.groups {
-		groups = append(groups, g)
-	}
-	c.mu.Unlock()
-	for _, g := range groups {
+	for _, g := range c.all() {
 		g.do(func() { g.dropTopic(topic) })
 	}
 }

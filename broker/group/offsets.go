@@ -166,12 +166,7 @@ func (g *group) deleteOffsets(req *kmsg.OffsetDeleteRequest, resp *kmsg.OffsetDe
 			return
 		}
 	}
-	var records []log.KeyValue
-	type target struct {
-		topic     string
-		partition int32
-	}
-	var targets []target
+	var targets []topicPartition
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetDeleteResponseTopic()
 		st.Topic = rt.Topic
@@ -185,24 +180,39 @@ func (g *group) deleteOffsets(req *kmsg.OffsetDeleteRequest, resp *kmsg.OffsetDe
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
 				if _, ok := g.offsets[rt.Topic][rp.Partition]; ok {
-					records = append(records, log.KeyValue{Key: offsetKey(g.id, rt.Topic, rp.Partition)})
-					targets = append(targets, target{rt.Topic, rp.Partition})
+					targets = append(targets, topicPartition{rt.Topic, rp.Partition})
 				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	if len(records) == 0 {
-		return
+	if err := g.removeOffsets(targets); err != nil {
+		resp.ErrorCode, resp.Topics = kerr.CoordinatorNotAvailable.Code, nil
+	}
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// removeOffsets writes tombstones for the offsets, then forgets them.
+func (g *group) removeOffsets(tps []topicPartition) error {
+	if len(tps) == 0 {
+		return nil
+	}
+	records := make([]log.KeyValue, len(tps))
+	for i, tp := range tps {
+		records[i] = log.KeyValue{Key: offsetKey(g.id, tp.topic, tp.partition)}
 	}
 	if err := g.c.append(g.id, records); err != nil {
-		resp.ErrorCode, resp.Topics = kerr.CoordinatorNotAvailable.Code, nil
-		return
+		return err
 	}
-	for _, t := range targets {
-		g.deleteOffset(t.topic, t.partition)
+	for _, tp := range tps {
+		g.deleteOffset(tp.topic, tp.partition)
 	}
+	return nil
 }
 
 // expireOffsets drops offsets of an empty group older than the
@@ -213,12 +223,7 @@ func (g *group) expireOffsets(now time.Time, retention time.Duration) (gone bool
 	if g.state != Empty || retention <= 0 {
 		return false
 	}
-	var records []log.KeyValue
-	type target struct {
-		topic     string
-		partition int32
-	}
-	var targets []target
+	var expired []topicPartition
 	for t, ps := range g.offsets {
 		for p, o := range ps {
 			base := g.stateSince.UnixMilli()
@@ -226,20 +231,16 @@ func (g *group) expireOffsets(now time.Time, retention time.Duration) (gone bool
 				base = o.commitTime
 			}
 			if base+retention.Milliseconds() <= now.UnixMilli() {
-				records = append(records, log.KeyValue{Key: offsetKey(g.id, t, p)})
-				targets = append(targets, target{t, p})
+				expired = append(expired, topicPartition{t, p})
 			}
 		}
 	}
-	if len(records) > 0 {
-		if err := g.c.append(g.id, records); err != nil {
-			g.c.logger.Warn("expiring group offsets", "group", g.id, "err", err)
-			return false
-		}
-		for _, t := range targets {
-			g.deleteOffset(t.topic, t.partition)
-		}
-		g.c.logger.Info("expired group offsets", "group", g.id, "partitions", len(targets))
+	if err := g.removeOffsets(expired); err != nil {
+		g.c.logger.Warn("expiring group offsets", "group", g.id, "err", err)
+		return false
+	}
+	if len(expired) > 0 {
+		g.c.logger.Info("expired group offsets", "group", g.id, "partitions", len(expired))
 	}
 	if len(g.offsets) > 0 {
 		return false
@@ -249,17 +250,14 @@ func (g *group) expireOffsets(now time.Time, retention time.Duration) (gone bool
 
 // dropTopic removes the group's offsets of a deleted topic.
 func (g *group) dropTopic(topic string) {
-	ps := g.offsets[topic]
-	if len(ps) == 0 || g.state == Dead {
+	if g.state == Dead {
 		return
 	}
-	records := make([]log.KeyValue, 0, len(ps))
-	for p := range ps {
-		records = append(records, log.KeyValue{Key: offsetKey(g.id, topic, p)})
+	var tps []topicPartition
+	for p := range g.offsets[topic] {
+		tps = append(tps, topicPartition{topic, p})
 	}
-	if err := g.c.append(g.id, records); err != nil {
+	if err := g.removeOffsets(tps); err != nil {
 		g.c.logger.Warn("dropping offsets of a deleted topic", "group", g.id, "topic", topic, "err", err)
-		return
 	}
-	delete(g.offsets, topic)
 }
