@@ -75,6 +75,7 @@ func newRootCommand(out io.Writer) *cobra.Command {
 	root.AddCommand(
 		newTopicCommand(g),
 		newGroupCommand(g),
+		newClusterCommand(g),
 		newProduceCommand(g),
 		newConsumeCommand(g),
 		newBenchCommand(g),

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+func newClusterCommand(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Inspect the cluster: brokers, controller, partition health",
+	}
+	cmd.AddCommand(newClusterInfoCommand(g), newClusterHealthCommand(g))
+	return cmd
+}
+
+// brokerSummary is one broker as cluster info shows it.
+type brokerSummary struct {
+	ID       int32  `json:"id"`
+	Host     string `json:"host"`
+	Port     int32  `json:"port"`
+	Rack     string `json:"rack,omitempty"`
+	Leaders  int    `json:"leaders"`
+	Replicas int    `json:"replicas"`
+}
+
+// clusterSummary is what info and health report, derived from one
+// Metadata response (internal topics included).
+type clusterSummary struct {
+	ClusterID       string          `json:"cluster_id"`
+	Controller      int32           `json:"controller"`
+	Brokers         []brokerSummary `json:"brokers"`
+	Topics          int             `json:"topics"`
+	Partitions      int             `json:"partitions"`
+	Leaderless      []string        `json:"leaderless_partitions"`
+	UnderReplicated []string        `json:"under_replicated_partitions"`
+	DownNodes       []int32         `json:"down_nodes"`
+	Healthy         bool            `json:"healthy"`
+	Problems        []string        `json:"problems,omitempty"`
+}
+
+// summarizeCluster counts leaders and replicas per broker and finds what
+// is unhealthy: partitions without a leader, partitions whose in-sync set
+// is smaller than their replica set, and replicas on nodes that are not
+// among the live brokers (Metadata lists only live ones).
+func summarizeCluster(m kadm.Metadata) clusterSummary {
+	s := clusterSummary{ClusterID: m.Cluster, Controller: m.Controller, Leaderless: []string{}, UnderReplicated: []string{}, DownNodes: []int32{}}
+	byID := map[int32]*brokerSummary{}
+	for _, b := range m.Brokers {
+		bs := brokerSummary{ID: b.NodeID, Host: b.Host, Port: b.Port}
+		if b.Rack != nil {
+			bs.Rack = *b.Rack
+		}
+		s.Brokers = append(s.Brokers, bs)
+	}
+	sort.Slice(s.Brokers, func(i, j int) bool { return s.Brokers[i].ID < s.Brokers[j].ID })
+	for i := range s.Brokers {
+		byID[s.Brokers[i].ID] = &s.Brokers[i]
+	}
+	down := map[int32]bool{}
+	for _, t := range m.Topics.Sorted() {
+		if t.Err != nil {
+			s.Problems = append(s.Problems, fmt.Sprintf("topic %s: %s", t.Topic, kafkaErrName(t.Err)))
+			continue
+		}
+		s.Topics++
+		for _, p := range t.Partitions.Sorted() {
+			s.Partitions++
+			name := fmt.Sprintf("%s/%d", t.Topic, p.Partition)
+			if b := byID[p.Leader]; b != nil {
+				b.Leaders++
+			} else {
+				s.Leaderless = append(s.Leaderless, name)
+			}
+			if len(p.ISR) < len(p.Replicas) {
+				s.UnderReplicated = append(s.UnderReplicated, name)
+			}
+			for _, r := range p.Replicas {
+				if b := byID[r]; b != nil {
+					b.Replicas++
+				} else {
+					down[r] = true
+				}
+			}
+		}
+	}
+	for id := range down {
+		s.DownNodes = append(s.DownNodes, id)
+	}
+	sort.Slice(s.DownNodes, func(i, j int) bool { return s.DownNodes[i] < s.DownNodes[j] })
+	if s.Controller < 0 {
+		s.Problems = append(s.Problems, "no controller")
+	}
+	if len(s.DownNodes) > 0 {
+		s.Problems = append(s.Problems, fmt.Sprintf("nodes down: %v", s.DownNodes))
+	}
+	if n := len(s.Leaderless); n > 0 {
+		s.Problems = append(s.Problems, fmt.Sprintf("%d leaderless partitions", n))
+	}
+	if n := len(s.UnderReplicated); n > 0 {
+		s.Problems = append(s.Problems, fmt.Sprintf("%d under-replicated partitions", n))
+	}
+	s.Healthy = len(s.Problems) == 0
+	return s
+}
+
+func (g *globalOptions) clusterSummary(cmd *cobra.Command) (clusterSummary, error) {
+	var s clusterSummary
+	err := g.withAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
+		m, err := adm.Metadata(ctx)
+		if err != nil {
+			return g.describeCallErr("metadata", err)
+		}
+		s = summarizeCluster(m)
+		return nil
+	})
+	return s, err
+}
+
+func newClusterInfoCommand(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "info",
+		Short: "Show the cluster id, controller, brokers (with racks) and partition counts",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := g.clusterSummary(cmd)
+			if err != nil {
+				return err
+			}
+			return printClusterInfo(cmd.OutOrStdout(), g.format, s)
+		},
+	}
+}
+
+func printClusterInfo(w io.Writer, format string, s clusterSummary) error {
+	if format == formatJSON {
+		return writeJSON(w, s)
+	}
+	fmt.Fprintf(w, "CLUSTER     %s\nCONTROLLER  %d\nTOPICS      %d\nPARTITIONS  %d\n\n", s.ClusterID, s.Controller, s.Topics, s.Partitions)
+	t := newTable("ID", "HOST", "PORT", "RACK", "LEADERS", "REPLICAS")
+	for _, b := range s.Brokers {
+		id := fmt.Sprint(b.ID)
+		if b.ID == s.Controller {
+			id += "*"
+		}
+		t.row(id, b.Host, b.Port, b.Rack, b.Leaders, b.Replicas)
+	}
+	return t.write(w)
+}
+
+// errUnhealthy makes `cluster health` exit non-zero, so scripts can wait
+// on it.
+var errUnhealthy = errors.New("cluster is unhealthy")
+
+func newClusterHealthCommand(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "health",
+		Short: "Report leaderless and under-replicated partitions and down nodes; exit 1 when unhealthy",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := g.clusterSummary(cmd)
+			if err != nil {
+				return err
+			}
+			if err := printClusterHealth(cmd.OutOrStdout(), g.format, s); err != nil {
+				return err
+			}
+			if !s.Healthy {
+				return errUnhealthy
+			}
+			return nil
+		},
+	}
+}
+
+func printClusterHealth(w io.Writer, format string, s clusterSummary) error {
+	if format == formatJSON {
+		return writeJSON(w, s)
+	}
+	ids := make([]string, len(s.Brokers))
+	for i, b := range s.Brokers {
+		ids[i] = fmt.Sprint(b.ID)
+	}
+	fmt.Fprintf(w, "HEALTHY                      %t\n", s.Healthy)
+	fmt.Fprintf(w, "CONTROLLER                   %d\n", s.Controller)
+	fmt.Fprintf(w, "NODES                        [%s]\n", strings.Join(ids, " "))
+	fmt.Fprintf(w, "NODES DOWN                   %v\n", s.DownNodes)
+	fmt.Fprintf(w, "LEADERLESS PARTITIONS        %d %v\n", len(s.Leaderless), s.Leaderless)
+	fmt.Fprintf(w, "UNDER-REPLICATED PARTITIONS  %d %v\n", len(s.UnderReplicated), s.UnderReplicated)
+	for _, p := range s.Problems {
+		fmt.Fprintf(w, "PROBLEM                      %s\n", p)
+	}
+	return nil
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func testMetadata() kadm.Metadata {
+	rack := "a"
+	return kadm.Metadata{
+		Cluster: "c1", Controller: 1,
+		Brokers: kadm.BrokerDetails{{NodeID: 2, Host: "h2", Port: 9093}, {NodeID: 1, Host: "h1", Port: 9092, Rack: &rack}},
+		Topics: kadm.TopicDetails{
+			"t": {Topic: "t", Partitions: kadm.PartitionDetails{
+				0: {Topic: "t", Partition: 0, Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}},
+				1: {Topic: "t", Partition: 1, Leader: 2, Replicas: []int32{2, 3}, ISR: []int32{2}},
+				2: {Topic: "t", Partition: 2, Leader: -1, Replicas: []int32{3}, ISR: []int32{}},
+			}},
+		},
+	}
+}
+
+func TestSummarizeCluster(t *testing.T) {
+	s := summarizeCluster(testMetadata())
+	if s.Healthy || s.Topics != 1 || s.Partitions != 3 {
+		t.Fatalf("summary: %+v", s)
+	}
+	if len(s.Brokers) != 2 || s.Brokers[0].ID != 1 || s.Brokers[0].Leaders != 1 || s.Brokers[0].Replicas != 1 || s.Brokers[1].Replicas != 2 || s.Brokers[0].Rack != "a" {
+		t.Fatalf("brokers: %+v", s.Brokers)
+	}
+	if len(s.Leaderless) != 1 || s.Leaderless[0] != "t/2" || len(s.UnderReplicated) != 2 || len(s.DownNodes) != 1 || s.DownNodes[0] != 3 {
+		t.Fatalf("problems: leaderless %v under-replicated %v down %v", s.Leaderless, s.UnderReplicated, s.DownNodes)
+	}
+
+	healthy := summarizeCluster(kadm.Metadata{Cluster: "c", Controller: 0, Brokers: kadm.BrokerDetails{kgo.BrokerMetadata{NodeID: 0}}})
+	if !healthy.Healthy || len(healthy.Problems) != 0 {
+		t.Fatalf("empty single-node cluster: %+v", healthy)
+	}
+}
+
+func TestPrintCluster(t *testing.T) {
+	s := summarizeCluster(testMetadata())
+	var buf bytes.Buffer
+	if err := printClusterInfo(&buf, formatTable, s); err != nil {
+		t.Fatal(err)
+	}
+	if out := buf.String(); !strings.Contains(out, "1*") || !strings.Contains(out, "CONTROLLER  1") || !strings.Contains(out, "RACK") {
+		t.Fatalf("info table:\n%s", out)
+	}
+	buf.Reset()
+	if err := printClusterHealth(&buf, formatJSON, s); err != nil {
+		t.Fatal(err)
+	}
+	var back clusterSummary
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil || back.Healthy || len(back.Leaderless) != 1 {
+		t.Fatalf("health json: %v %+v", err, back)
+	}
+}
