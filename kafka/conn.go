@@ -68,8 +68,11 @@ func (c *clientConn) serve() {
 	for frame := range c.frames {
 		if err := c.handle(frame); err != nil {
 			// Protocol violations close the connection, as in Kafka;
-			// say why, since the client usually will not.
-			c.logger.Info("closing connection", "err", err)
+			// say why, since the client usually will not. A connection
+			// closed under the handler (shutdown) needs no word.
+			if c.ctx.Err() == nil {
+				c.logger.Info("closing connection", "err", err)
+			}
 			return
 		}
 	}
