@@ -56,8 +56,8 @@ type FetchResult struct {
 // always progress), after that every read is strict.
 func (b *Broker) Fetch(ctx context.Context, req *FetchRequest, out []FetchResult) {
 	maxBytes := req.MaxBytes
-	if cap := int32(b.props.Int("fetch_max_bytes")); maxBytes <= 0 || maxBytes > cap {
-		maxBytes = cap
+	if limit := int32(b.props.Int("fetch_max_bytes")); maxBytes <= 0 || maxBytes > limit {
+		maxBytes = limit
 	}
 	minBytes := int(req.MinBytes)
 	if minBytes > int(maxBytes) {
