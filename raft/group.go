@@ -1,0 +1,348 @@
+package raft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	hraft "github.com/hashicorp/raft"
+)
+
+// Server is one member of a group's configuration.
+type Server struct {
+	ID    string
+	Addr  string // the member's Mux address (rpc_addr)
+	Voter bool
+}
+
+// Group is one Raft group running on this node.
+type Group struct {
+	name  string
+	id    string
+	class string
+	mux   *Mux
+	log   *slog.Logger
+	raft  *hraft.Raft
+	trans *hraft.NetworkTransport
+	store *groupStore
+	// existing is whether the group had state on disk when it started:
+	// such a group never bootstraps again.
+	existing bool
+
+	obsCh    chan hraft.Observation
+	observer *hraft.Observer
+	leaderCh chan bool // capacity 1, latest value wins; written by watchLeader only
+
+	done     chan struct{} // closed by Shutdown
+	wg       sync.WaitGroup
+	shutOnce sync.Once
+	shutErr  error
+}
+
+// Start opens (or creates) the group's state in cfg.Dir/cfg.Group and
+// starts its Raft instance on this mux. A brand-new group then needs
+// Bootstrap (on every initial member, with the same servers) or to be
+// added by the leader of an existing configuration; a group with state on
+// disk rejoins on its own.
+func (m *Mux) Start(cfg Config) (*Group, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	rc, err := cfg.raftConfig()
+	if err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = m.log
+	}
+	logger = logger.With("raft_group", cfg.Group)
+	hl := newHCLog(logger, "raft")
+	rc.Logger = hl
+
+	g := &Group{
+		name: cfg.Group, id: cfg.NodeID, class: cfg.Class, mux: m, log: logger,
+		obsCh:    make(chan hraft.Observation, 16),
+		leaderCh: make(chan bool, 1),
+		done:     make(chan struct{}),
+	}
+	// Register the name first: a second Start of a running group must fail
+	// here, not block on the bbolt file lock of the first one's log store.
+	l, err := m.newLayer(cfg.Group)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(cfg.Dir, cfg.Group)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if g.store, err = openGroupStore(dir, cfg.LogSegmentSize, hl); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if g.existing, err = g.store.hasState(); err != nil {
+		g.store.Close()
+		l.Close()
+		return nil, err
+	}
+	g.trans = hraft.NewNetworkTransportWithConfig(&hraft.NetworkTransportConfig{
+		Stream:  l,
+		MaxPool: cfg.MaxPool,
+		Timeout: cfg.TransportTimeout,
+		Logger:  hl.Named("transport"),
+	})
+	g.raft, err = hraft.NewRaft(rc, cfg.FSM, g.store.log, g.store.log, g.store.snaps, g.trans)
+	if err != nil {
+		g.trans.Close()
+		g.store.Close()
+		return nil, fmt.Errorf("raft: starting group %s: %w", cfg.Group, err)
+	}
+	g.observer = hraft.NewObserver(g.obsCh, false, func(o *hraft.Observation) bool {
+		_, ok := o.Data.(hraft.LeaderObservation)
+		return ok
+	})
+	g.raft.RegisterObserver(g.observer)
+	g.wg.Add(1)
+	go g.watchLeader()
+
+	if err := m.addGroup(g); err != nil {
+		g.Shutdown()
+		return nil, err
+	}
+	return g, nil
+}
+
+func (m *Mux) addGroup(g *Group) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrShutdown
+	}
+	m.groups[g.name] = g
+	return nil
+}
+
+func (m *Mux) removeGroup(g *Group) {
+	m.mu.Lock()
+	if m.groups[g.name] == g {
+		delete(m.groups, g.name)
+	}
+	m.mu.Unlock()
+}
+
+// Name is the group's name.
+func (g *Group) Name() string { return g.name }
+
+// Bootstrap writes the group's first configuration. Call it on a brand-new
+// group only, on each initial member with the same servers. A group that
+// started with state on disk returns ErrExistingState and is left alone:
+// bootstrapping a restarted node again could fork the group.
+func (g *Group) Bootstrap(servers []Server) error {
+	if g.existing {
+		return fmt.Errorf("group %s: %w", g.name, ErrExistingState)
+	}
+	conf := hraft.Configuration{Servers: make([]hraft.Server, 0, len(servers))}
+	for _, s := range servers {
+		conf.Servers = append(conf.Servers, toRaftServer(s))
+	}
+	err := g.raft.BootstrapCluster(conf).Error()
+	if errors.Is(err, hraft.ErrCantBootstrap) {
+		return fmt.Errorf("group %s: %w", g.name, ErrExistingState)
+	}
+	return g.translate(err)
+}
+
+// HasExistingState reports whether the group found state on disk at Start.
+func (g *Group) HasExistingState() bool { return g.existing }
+
+// Apply replicates cmd and returns what the FSM's Apply returned on this
+// node (an error returned by the FSM comes back as the response, not as
+// err) and the entry's Raft index. It fails with a *NotLeaderError unless
+// this node leads the group. ctx bounds the wait; a command whose ctx ends
+// after it was enqueued may still commit.
+func (g *Group) Apply(ctx context.Context, cmd []byte) (response any, index uint64, err error) {
+	timeout, err := ctxTimeout(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	start := time.Now()
+	f := g.raft.Apply(cmd, timeout)
+	if err := wait(ctx, f); err != nil {
+		return nil, 0, g.translate(err)
+	}
+	g.mux.metrics.observeCommit(g.class, time.Since(start))
+	return f.Response(), f.Index(), nil
+}
+
+// Barrier returns once every entry committed before it has been applied to
+// the FSM on this node, which must lead the group: a new leader calls it
+// before serving reads from its FSM.
+func (g *Group) Barrier(ctx context.Context) error {
+	timeout, err := ctxTimeout(ctx)
+	if err != nil {
+		return err
+	}
+	return g.translate(wait(ctx, g.raft.Barrier(timeout)))
+}
+
+// Snapshot asks Raft for a snapshot now (tests, operators before
+// maintenance) instead of at the next SnapshotInterval check.
+func (g *Group) Snapshot() error {
+	return g.translate(g.raft.Snapshot().Error())
+}
+
+// Leader is the current leader's id and address as this node knows them;
+// both are empty while there is none.
+func (g *Group) Leader() (id, addr string) {
+	a, i := g.raft.LeaderWithID()
+	return string(i), string(a)
+}
+
+// IsLeader reports whether this node leads the group.
+func (g *Group) IsLeader() bool { return g.raft.State() == hraft.Leader }
+
+// LeaderChanges delivers this node's leadership (true: it became the
+// leader, false: it no longer is) on every change. The channel holds only
+// the latest value: a slow reader skips intermediate flips but always sees
+// the current state. It is never closed.
+func (g *Group) LeaderChanges() <-chan bool { return g.leaderCh }
+
+// AppliedIndex is the last index applied to the FSM on this node.
+func (g *Group) AppliedIndex() uint64 { return g.raft.AppliedIndex() }
+
+// AddVoter adds (or promotes) a voting member. Leader only.
+func (g *Group) AddVoter(ctx context.Context, id, addr string) error {
+	timeout, err := ctxTimeout(ctx)
+	if err != nil {
+		return err
+	}
+	return g.translate(wait(ctx, g.raft.AddVoter(hraft.ServerID(id), hraft.ServerAddress(addr), 0, timeout)))
+}
+
+// AddNonvoter adds a member that replicates but does not vote. Leader only.
+func (g *Group) AddNonvoter(ctx context.Context, id, addr string) error {
+	timeout, err := ctxTimeout(ctx)
+	if err != nil {
+		return err
+	}
+	return g.translate(wait(ctx, g.raft.AddNonvoter(hraft.ServerID(id), hraft.ServerAddress(addr), 0, timeout)))
+}
+
+// RemoveServer removes a member. Leader only.
+func (g *Group) RemoveServer(ctx context.Context, id string) error {
+	timeout, err := ctxTimeout(ctx)
+	if err != nil {
+		return err
+	}
+	return g.translate(wait(ctx, g.raft.RemoveServer(hraft.ServerID(id), 0, timeout)))
+}
+
+// Configuration is the group's latest configuration as this node has it
+// (possibly not yet committed).
+func (g *Group) Configuration() ([]Server, error) {
+	f := g.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, g.translate(err)
+	}
+	var out []Server
+	for _, s := range f.Configuration().Servers {
+		out = append(out, Server{ID: string(s.ID), Addr: string(s.Address), Voter: s.Suffrage == hraft.Voter})
+	}
+	return out, nil
+}
+
+// Shutdown stops the group on this node and removes it from the mux; its
+// files stay for a later Start. Safe to call more than once.
+func (g *Group) Shutdown() error {
+	g.shutOnce.Do(func() {
+		err := g.raft.Shutdown().Error()
+		g.raft.DeregisterObserver(g.observer)
+		close(g.done)
+		g.wg.Wait()
+		g.mux.removeGroup(g)
+		g.mux.metrics.forgetGroup(g.name)
+		// Closing the transport closes the layer: the group's name is
+		// unregistered and its inbound connections are closed.
+		err = errors.Join(err, g.trans.Close(), g.store.Close())
+		g.shutErr = err
+	})
+	return g.shutErr
+}
+
+// watchLeader turns Raft's leader observations into the leader-change
+// metric and LeaderChanges. An observer rather than raft.LeaderCh, which
+// may drop transitions, or NotifyCh, which blocks Raft if not drained.
+func (g *Group) watchLeader() {
+	defer g.wg.Done()
+	leader := false
+	for {
+		select {
+		case <-g.done:
+			return
+		case o := <-g.obsCh:
+			lo := o.Data.(hraft.LeaderObservation)
+			if lo.LeaderID != "" {
+				g.mux.metrics.leaderChanges.WithLabelValues(g.name).Inc()
+			}
+			now := lo.LeaderID == hraft.ServerID(g.id)
+			if now == leader {
+				continue
+			}
+			leader = now
+			g.log.Info("raft leadership changed", "leader", now, "leader_id", string(lo.LeaderID))
+			select { // replace a value the reader has not taken yet
+			case <-g.leaderCh:
+			default:
+			}
+			g.leaderCh <- now
+		}
+	}
+}
+
+func toRaftServer(s Server) hraft.Server {
+	suf := hraft.Nonvoter
+	if s.Voter {
+		suf = hraft.Voter
+	}
+	return hraft.Server{Suffrage: suf, ID: hraft.ServerID(s.ID), Address: hraft.ServerAddress(s.Addr)}
+}
+
+// ctxTimeout turns ctx's deadline into hashicorp/raft's enqueue timeout
+// (0: wait as long as it takes).
+func ctxTimeout(ctx context.Context) (time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return 0, nil
+	}
+	d := time.Until(dl)
+	if d <= 0 {
+		return 0, context.DeadlineExceeded
+	}
+	return d, nil
+}
+
+// wait waits for f or ctx. hashicorp's futures have no done channel, so a
+// cancellable wait costs a goroutine; a context that can't end doesn't.
+func wait(ctx context.Context, f hraft.Future) error {
+	if ctx.Done() == nil {
+		return f.Error()
+	}
+	ch := make(chan error, 1)
+	go func() { ch <- f.Error() }()
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,94 @@
+package raft
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	hraft "github.com/hashicorp/raft"
+)
+
+// TestIdleCost measures what idle groups cost: WEIR_RAFT_IDLE_GROUPS=100
+// starts that many 3-voter groups over 3 in-process nodes, waits for every
+// leader, lets them settle, then counts goroutines, open file descriptors
+// and CPU time over WEIR_RAFT_IDLE_SECONDS (default 10). Skipped unless
+// set: it is a measurement, not a check. WEIR_RAFT_IDLE_TIMERS=hashicorp
+// uses hashicorp's default timers instead of weir's for comparison.
+//
+//	WEIR_RAFT_IDLE_GROUPS=100 go test -run TestIdleCost -v ./raft/
+func TestIdleCost(t *testing.T) {
+	groups, _ := strconv.Atoi(os.Getenv("WEIR_RAFT_IDLE_GROUPS"))
+	if groups <= 0 {
+		t.Skip("set WEIR_RAFT_IDLE_GROUPS to measure")
+	}
+	secs, _ := strconv.Atoi(os.Getenv("WEIR_RAFT_IDLE_SECONDS"))
+	if secs <= 0 {
+		secs = 10
+	}
+	cfg := func(group string, n *node, fsm hraft.FSM) Config {
+		c := Config{Group: group, NodeID: n.id, Dir: n.dir, FSM: fsm, LogSegmentSize: 1 << 20}
+		if os.Getenv("WEIR_RAFT_IDLE_TIMERS") == "hashicorp" {
+			c.HeartbeatTimeout, c.ElectionTimeout = time.Second, time.Second
+			c.LeaderLeaseTimeout, c.CommitTimeout, c.MaxPool = 500*time.Millisecond, 50*time.Millisecond, 3
+		}
+		return c
+	}
+	nodes := newNodes(t, 3)
+	time.Sleep(100 * time.Millisecond)
+	g0, fd0 := runtime.NumGoroutine(), openFDs()
+
+	all := make([][]*member, groups)
+	for i := range all {
+		all[i] = startGroup(t, nodes, fmt.Sprintf("idle-%04d", i), cfg)
+	}
+	for _, ms := range all {
+		leader(t, ms, 60*time.Second)
+		applyN(t, ms, 1) // one entry so replication has run
+	}
+	time.Sleep(5 * time.Second) // pipelines set up, elections over
+
+	u0, s0 := cpuTime()
+	wall0 := time.Now()
+	time.Sleep(time.Duration(secs) * time.Second)
+	u1, s1 := cpuTime()
+	wall := time.Since(wall0)
+	g1, fd1 := runtime.NumGoroutine(), openFDs()
+
+	cpu := (u1 - u0) + (s1 - s0)
+	replicas := float64(groups * len(nodes))
+	t.Logf("%d groups × %d nodes idle for %v (timers: %s)", groups, len(nodes), wall.Round(time.Millisecond), timersName())
+	t.Logf("goroutines: %d → %d: %.1f per group (3 replicas), %.1f per replica", g0, g1,
+		float64(g1-g0)/float64(groups), float64(g1-g0)/replicas)
+	t.Logf("open fds: %d → %d: %.1f per group", fd0, fd1, float64(fd1-fd0)/float64(groups))
+	t.Logf("CPU: user %v sys %v = %.1f%% of one core in total; %.3f%% of a core per group (3 replicas), %.3f%% per replica",
+		(u1 - u0).Round(time.Millisecond), (s1 - s0).Round(time.Millisecond),
+		100*cpu.Seconds()/wall.Seconds(),
+		100*cpu.Seconds()/wall.Seconds()/float64(groups), 100*cpu.Seconds()/wall.Seconds()/replicas)
+}
+
+func timersName() string {
+	if os.Getenv("WEIR_RAFT_IDLE_TIMERS") == "hashicorp" {
+		return "hashicorp defaults 1s/1s/500ms/50ms, MaxPool 3"
+	}
+	return "weir defaults 2s/2s/1s/200ms, MaxPool 2"
+}
+
+func cpuTime() (user, sys time.Duration) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, 0
+	}
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
+}
+
+func openFDs() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	return len(ents)
+}

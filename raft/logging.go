@@ -1,0 +1,131 @@
+package raft
+
+import (
+	"context"
+	"io"
+	"log"
+	"log/slog"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// hclogAdapter lets hashicorp/raft, its NetworkTransport and raft-wal log
+// through weir's *slog.Logger, so Raft's messages carry the same handler,
+// format and level as the rest of the broker instead of going to stderr.
+//
+// hclog's Trace has no slog level; it maps to slog.LevelDebug-4 so a handler
+// at Debug still drops it (raft logs every heartbeat failure and pipeline
+// step at Trace/Debug).
+type hclogAdapter struct {
+	l       *slog.Logger
+	name    string
+	implied []any
+}
+
+const levelTrace = slog.LevelDebug - 4
+
+func newHCLog(l *slog.Logger, name string) hclog.Logger {
+	if l == nil {
+		l = slog.New(slog.DiscardHandler)
+	}
+	return &hclogAdapter{l: l, name: name}
+}
+
+func toSlogLevel(level hclog.Level) slog.Level {
+	switch level {
+	case hclog.Trace:
+		return levelTrace
+	case hclog.Debug:
+		return slog.LevelDebug
+	case hclog.Warn:
+		return slog.LevelWarn
+	case hclog.Error:
+		return slog.LevelError
+	default:
+		return slog.LevelInfo
+	}
+}
+
+func (a *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
+	if level == hclog.Off {
+		return
+	}
+	lvl := toSlogLevel(level)
+	ctx := context.Background()
+	if !a.l.Enabled(ctx, lvl) {
+		return
+	}
+	if a.name != "" {
+		args = append([]any{"component", a.name}, args...)
+	}
+	a.l.Log(ctx, lvl, msg, args...)
+}
+
+func (a *hclogAdapter) Trace(msg string, args ...any) { a.Log(hclog.Trace, msg, args...) }
+func (a *hclogAdapter) Debug(msg string, args ...any) { a.Log(hclog.Debug, msg, args...) }
+func (a *hclogAdapter) Info(msg string, args ...any)  { a.Log(hclog.Info, msg, args...) }
+func (a *hclogAdapter) Warn(msg string, args ...any)  { a.Log(hclog.Warn, msg, args...) }
+func (a *hclogAdapter) Error(msg string, args ...any) { a.Log(hclog.Error, msg, args...) }
+
+func (a *hclogAdapter) enabled(l hclog.Level) bool {
+	return a.l.Enabled(context.Background(), toSlogLevel(l))
+}
+
+func (a *hclogAdapter) IsTrace() bool { return a.enabled(hclog.Trace) }
+func (a *hclogAdapter) IsDebug() bool { return a.enabled(hclog.Debug) }
+func (a *hclogAdapter) IsInfo() bool  { return a.enabled(hclog.Info) }
+func (a *hclogAdapter) IsWarn() bool  { return a.enabled(hclog.Warn) }
+func (a *hclogAdapter) IsError() bool { return a.enabled(hclog.Error) }
+
+func (a *hclogAdapter) ImpliedArgs() []any { return a.implied }
+
+func (a *hclogAdapter) With(args ...any) hclog.Logger {
+	return &hclogAdapter{
+		l:       a.l.With(args...),
+		name:    a.name,
+		implied: append(append([]any(nil), a.implied...), args...),
+	}
+}
+
+func (a *hclogAdapter) Name() string { return a.name }
+
+func (a *hclogAdapter) Named(name string) hclog.Logger {
+	n := name
+	if a.name != "" {
+		n = a.name + "." + name
+	}
+	return &hclogAdapter{l: a.l, name: n, implied: a.implied}
+}
+
+func (a *hclogAdapter) ResetNamed(name string) hclog.Logger {
+	return &hclogAdapter{l: a.l, name: name, implied: a.implied}
+}
+
+// SetLevel is ignored: the level belongs to the slog handler weir configured.
+func (a *hclogAdapter) SetLevel(hclog.Level) {}
+
+func (a *hclogAdapter) GetLevel() hclog.Level {
+	for _, l := range []hclog.Level{hclog.Trace, hclog.Debug, hclog.Info, hclog.Warn, hclog.Error} {
+		if a.enabled(l) {
+			return l
+		}
+	}
+	return hclog.Off
+}
+
+func (a *hclogAdapter) StandardLogger(opts *hclog.StandardLoggerOptions) *log.Logger {
+	return log.New(a.StandardWriter(opts), "", 0)
+}
+
+func (a *hclogAdapter) StandardWriter(*hclog.StandardLoggerOptions) io.Writer {
+	return stdWriter{a}
+}
+
+// stdWriter turns lines written through a *log.Logger into Info records.
+type stdWriter struct{ a *hclogAdapter }
+
+func (w stdWriter) Write(p []byte) (int, error) {
+	w.a.Info(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
