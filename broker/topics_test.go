@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/log/logtest"
 )
@@ -252,4 +253,30 @@ func TestProduceSeesConfigChanges(t *testing.T) {
 	}
 	_, err = b.Produce("limits", 0, batch.Encode(), ProduceOptions{})
 	wantCode(t, err, kerr.MessageTooLarge)
+}
+
+// BenchmarkGroupOffsetCommit is a standalone commit of 8 partitions
+// through the coordinator into __consumer_offsets: the loop hand-off plus
+// one batch appended to the partition log.
+func BenchmarkGroupOffsetCommit(b *testing.B) {
+	br := openTestBroker(b, b.TempDir())
+	mustCreate(b, br, "t", 8, nil)
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version = 9
+	req.Group, req.Generation = "bench", -1
+	rt := kmsg.OffsetCommitRequestTopic{Topic: "t"}
+	for p := int32(0); p < 8; p++ {
+		rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitRequestTopicPartition{Partition: p, LeaderEpoch: -1})
+	}
+	req.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for p := range rt.Partitions {
+			rt.Partitions[p].Offset = int64(i)
+		}
+		if code := br.Groups().OffsetCommit(req).Topics[0].Partitions[0].ErrorCode; code != 0 {
+			b.Fatal(code)
+		}
+	}
 }
