@@ -34,7 +34,7 @@ integration:
 bench: bench-go bench-e2e
 
 bench-go:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./log/ ./broker/... ./kafka/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./log/ ./broker/... ./kafka/ ./raft/
 
 bench-e2e: build
 	./.ci/bench-e2e.sh $(BENCH_RECORDS) $(BENCH_RECORD_SIZE)
