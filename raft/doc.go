@@ -9,6 +9,8 @@
 //	mux.go      one TCP listener per broker (rpc_addr) for every group;
 //	            a versioned stream header names the group (format drawn there)
 //	group.go    Start, Bootstrap, Apply, Barrier, membership, Shutdown
+//	rpc.go      request/response services on the same listener (Handle,
+//	            Call) for brokers' control messages; frame format drawn there
 //	config.go   per-group Config and the timer defaults, sized for many groups
 //	store.go    per-group raft-wal log/stable store and file snapshots
 //	metrics.go  Prometheus collectors
@@ -90,6 +92,36 @@
 // would be ~10,000 goroutines and ~0.8 of a core doing nothing: past a few
 // hundred groups per broker, the shared transport with batched heartbeats
 // (above) is needed, or a multi-raft library (etcd-io/raft, dragonboat).
+//
+// # RPC services on the same listener
+//
+// Mux.Handle registers a request/response service and Mux.Call calls one
+// on a peer (rpc.go; cluster control messages such as hello, join and
+// forward). A service is a stream like a group's: the dialer's stream
+// header names "_rpc."+service, so one name table holds groups and
+// services and neither can take the other's name. After the header both
+// directions are frames, drawn in rpc.go:
+//
+//	version(1)=1 | flags(1) | request id(4) | timeout ms(4) | length(4) | payload
+//
+// flags 0x01 marks a response and 0x03 a handler's error, whose payload is
+// the error text (the caller gets a *RemoteError). The request carries the
+// caller's remaining ctx time, which becomes the handler's deadline.
+// Payloads are at most RPCMaxPayload (16 MiB), checked before allocating;
+// any malformed frame closes its connection only. One request is in
+// flight per connection; callers keep up to 2 idle connections per (peer,
+// service), each with a reader that drops it from the pool if the peer
+// hangs up. Call never retries: a ctx that ends closes the connection, and
+// a connection that breaks after the request was written leaves the
+// outcome unknown. Mux.Close cancels handlers' ctx, waits for them, and
+// closes pooled connections. The RPC state is a field of the Mux, created
+// on first use; lock order there is Mux.rpcMu before Mux.mu.
+//
+//	weir_raft_rpc_calls_total{service,outcome}      calls made: ok, remote_error,
+//	                                                dial_error, conn_error, deadline,
+//	                                                canceled, closed, invalid
+//	weir_raft_rpc_call_duration_seconds{service}    calls answered (ok, remote_error)
+//	weir_raft_rpc_handled_total{service,outcome}    requests served: ok, error, bad_frame
 //
 // # Metrics
 //

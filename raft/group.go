@@ -54,6 +54,9 @@ func (m *Mux) Start(cfg Config) (*Group, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if err := notRPCStream(cfg.Group); err != nil {
+		return nil, err
+	}
 	rc, err := cfg.raftConfig()
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,6 +77,9 @@ type Mux struct {
 	closed  bool              // by mu
 	done    chan struct{}     // closed by Close
 	wg      sync.WaitGroup    // accept loop and header readers
+
+	rpcMu    sync.Mutex
+	rpcState *rpcState // RPC services and pool, made on first use, by rpcMu
 }
 
 // NewMux starts serving ln. The Mux owns ln from here on and closes it in
@@ -161,7 +165,20 @@ func (m *Mux) Close() error {
 // group, Dial writes that header. Closing the layer unregisters the group;
 // Layer fails if the group is already registered or the mux is closed.
 func (m *Mux) Layer(group string) (hraft.StreamLayer, error) {
+	if err := notRPCStream(group); err != nil {
+		return nil, err
+	}
 	return m.newLayer(group)
+}
+
+// notRPCStream keeps Raft groups out of the names RPC services use, so a
+// group named like a service (topics may start with '_') never shadows
+// one.
+func notRPCStream(group string) error {
+	if strings.HasPrefix(group, rpcStreamPrefix) {
+		return fmt.Errorf("raft: group name %q uses the prefix reserved for rpc services", group)
+	}
+	return nil
 }
 
 func (m *Mux) newLayer(group string) (*layer, error) {
