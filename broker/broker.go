@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/weir-broker/weir/broker/group"
 	"github.com/weir-broker/weir/config"
 )
@@ -20,6 +22,8 @@ import (
 type Options struct {
 	Node   config.Node
 	Logger *slog.Logger
+	// Registerer receives the Raft metrics; nil leaves them unregistered.
+	Registerer prometheus.Registerer
 	// RetentionCheckInterval is how often logs are checked against
 	// retention.ms and retention.bytes (Kafka's
 	// log.retention.check.interval.ms). Zero means 30 seconds.
@@ -30,19 +34,23 @@ type Options struct {
 
 // Broker is one weir node.
 type Broker struct {
-	node   config.Node
-	logger *slog.Logger
-	props  *config.Values
-	now    func() time.Time
+	node       config.Node
+	logger     *slog.Logger
+	registerer prometheus.Registerer
+	props      *config.Values // mirror of the controller's cluster properties
+	now        func() time.Time
 
-	// mu guards the topic table and the metadata file. Partitions have
-	// their own locks for their data.
-	mu       sync.RWMutex
-	meta     metaState
-	byName   map[string]*Topic
-	byID     map[TopicID]*Topic
-	closed   bool
-	producer producerIDs
+	ctrl *controllerNode
+
+	// mu guards the topic table, the local materialisation of the
+	// controller's view. Partitions have their own locks for their data.
+	mu     sync.RWMutex
+	byName map[string]*Topic
+	byID   map[TopicID]*Topic
+	closed bool
+
+	producerMu sync.Mutex
+	producer   producerIDs
 
 	groups *group.Coordinator
 
@@ -50,8 +58,9 @@ type Broker struct {
 	done sync.WaitGroup
 }
 
-// Open loads (or creates) the node's data directory and opens every
-// partition log, recovering what a crash left behind.
+// Open starts the node: the controller group (bootstrapped on a new data
+// directory), the partition logs the controller's view assigns here
+// (recovering what a crash left behind), and the group coordinator.
 func Open(opts Options) (*Broker, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -62,54 +71,37 @@ func Open(opts Options) (*Broker, error) {
 	if opts.RetentionCheckInterval <= 0 {
 		opts.RetentionCheckInterval = 30 * time.Second
 	}
-	dir := opts.Node.DataDir
-	if err := os.MkdirAll(filepath.Join(dir, topicsDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(opts.Node.DataDir, topicsDir), 0o755); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	m, found, err := readMeta(dir)
+	props, err := config.NewValues(config.NewRegistry(), nil)
 	if err != nil {
 		return nil, err
 	}
-	if !found {
-		m = metaState{ClusterID: newClusterID(), Properties: opts.Node.Cluster, NextProducerID: 1}
-	}
-	props, err := config.NewValues(config.NewRegistry(), m.Properties)
-	if err != nil {
-		return nil, fmt.Errorf("cluster properties: %w", err)
-	}
 	b := &Broker{
-		node:   opts.Node,
-		logger: opts.Logger,
-		props:  props,
-		now:    opts.Now,
-		meta:   m,
-		byName: map[string]*Topic{},
-		byID:   map[TopicID]*Topic{},
-		stop:   make(chan struct{}),
+		node:       opts.Node,
+		logger:     opts.Logger,
+		registerer: opts.Registerer,
+		props:      props,
+		now:        opts.Now,
+		byName:     map[string]*Topic{},
+		byID:       map[TopicID]*Topic{},
+		stop:       make(chan struct{}),
 	}
-	b.producer.next = m.NextProducerID
-	b.producer.reserved = m.NextProducerID
-	if !found {
-		if err := writeMeta(dir, m); err != nil {
-			return nil, err
-		}
-		b.logger.Info("created new cluster", "cluster_id", m.ClusterID, "data_dir", dir)
+	fail := func(err error) (*Broker, error) {
+		b.Close()
+		return nil, err
 	}
-	for _, tm := range m.Topics {
-		t, err := b.openTopic(tm)
-		if err != nil {
-			b.closeTopics()
-			return nil, fmt.Errorf("open topic %s: %w", tm.Name, err)
-		}
-		b.byName[t.Name] = t
-		b.byID[t.ID] = t
+	if err := b.openController(); err != nil {
+		close(b.stop)
+		return nil, err
+	}
+	if err := b.register(); err != nil {
+		return fail(err)
 	}
 	b.removeOrphanTopicDirs()
 	if err := b.openGroups(); err != nil {
-		close(b.stop)
-		b.done.Wait()
-		b.closeTopics()
-		return nil, fmt.Errorf("group coordinator: %w", err)
+		return fail(fmt.Errorf("group coordinator: %w", err))
 	}
 	b.done.Add(1)
 	go b.retentionLoop(opts.RetentionCheckInterval)
@@ -122,7 +114,8 @@ func newClusterID() string {
 	return base64.RawURLEncoding.EncodeToString(id[:])
 }
 
-// Close stops background work and closes every log, flushing it.
+// Close stops background work, the group coordinator and the controller
+// group, and closes every log, flushing it.
 func (b *Broker) Close() error {
 	b.mu.Lock()
 	if b.closed {
@@ -130,20 +123,32 @@ func (b *Broker) Close() error {
 		return nil
 	}
 	b.closed = true
-	close(b.stop)
+	select {
+	case <-b.stop:
+	default:
+		close(b.stop)
+	}
 	b.mu.Unlock()
 	b.done.Wait()
-	b.groups.Close()
+	if b.groups != nil {
+		b.groups.Close()
+	}
+	var errs []error
+	if b.ctrl != nil {
+		errs = append(errs, b.ctrl.mux.Close())
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.closeTopics()
+	return errors.Join(append(errs, b.closeTopics())...)
 }
 
 func (b *Broker) closeTopics() error {
 	var errs []error
 	for _, t := range b.byName {
 		for _, p := range t.partitions() {
-			errs = append(errs, p.close())
+			if p != nil {
+				errs = append(errs, p.close())
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -153,7 +158,7 @@ func (b *Broker) closeTopics() error {
 func (b *Broker) NodeID() int32 { return b.node.NodeID }
 
 // ClusterID is the cluster's id, fixed at creation.
-func (b *Broker) ClusterID() string { return b.meta.ClusterID }
+func (b *Broker) ClusterID() string { return b.ctrl.state.View().ClusterID() }
 
 // Node returns the node config the broker runs with.
 func (b *Broker) Node() config.Node { return b.node }
@@ -166,21 +171,6 @@ func (b *Broker) Ready() bool {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	return !b.closed
-}
-
-// persistLocked writes the topic table and counters; b.mu must be held.
-func (b *Broker) persistLocked() error {
-	m := b.meta
-	m.Topics = m.Topics[:0:0]
-	for _, t := range b.byName {
-		m.Topics = append(m.Topics, t.meta())
-	}
-	m.NextProducerID = b.producer.reserved
-	if err := writeMeta(b.node.DataDir, m); err != nil {
-		return err
-	}
-	b.meta = m
-	return nil
 }
 
 func (b *Broker) retentionLoop(every time.Duration) {
@@ -204,6 +194,9 @@ func (b *Broker) EnforceRetention(ctx context.Context) {
 		for _, p := range t.partitions() {
 			if ctx.Err() != nil {
 				return
+			}
+			if p == nil {
+				continue
 			}
 			n, err := p.log.EnforceRetention()
 			if err != nil {

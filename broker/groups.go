@@ -28,6 +28,7 @@ func (b *Broker) openGroups() error {
 		var err error
 		t, err = b.CreateTopic(CreateTopicRequest{
 			Name:       GroupTopic,
+			Internal:   true,
 			Partitions: int32(b.props.Int("group_topic_partitions")),
 			// Offsets are kept by the coordinator's own rules (offset
 			// retention), never by time-based segment deletion.

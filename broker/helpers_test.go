@@ -14,7 +14,7 @@ import (
 
 func testNode(dir string) config.Node {
 	return config.Node{NodeID: 0, DataDir: dir, KafkaAddr: "127.0.0.1:9092", AdvertisedKafkaAddr: "127.0.0.1:9092",
-		AdminAddr: "127.0.0.1:9644", RPCAddr: "127.0.0.1:33145", LogLevel: "info", MaxRequestBytes: 1 << 20}
+		AdminAddr: "127.0.0.1:9644", RPCAddr: "127.0.0.1:0", LogLevel: "info", MaxRequestBytes: 1 << 20}
 }
 
 func openTestBroker(t testing.TB, dir string) *Broker {

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/weir-broker/weir/log"
+	"github.com/weir-broker/weir/raft/controller"
 )
 
 // producerWindow is how many of a producer's latest batches are
@@ -119,25 +120,24 @@ func (t *producerTable) rebuild(l *log.Log) error {
 	})
 }
 
-// producerIDs hands out producer ids. Ids are reserved in blocks written
-// to the metadata file before use, so no id is given twice across
-// restarts.
+// producerIDs hands out producer ids from blocks the controller
+// allocates, so no id is given twice in the cluster or across restarts.
 type producerIDs struct {
-	next, reserved int64
+	next, end int64
 }
 
 const producerIDBlock = 1000
 
 // InitProducerID gives an idempotent producer a new id at epoch 0.
 func (b *Broker) InitProducerID() (id int64, epoch int16, err error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.producer.next >= b.producer.reserved {
-		b.producer.reserved = b.producer.next + producerIDBlock
-		if err := b.persistLocked(); err != nil {
-			b.producer.reserved = b.producer.next
-			return -1, -1, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+	b.producerMu.Lock()
+	defer b.producerMu.Unlock()
+	if b.producer.next >= b.producer.end {
+		res, err := b.propose(controller.AllocateProducerIDs{NodeID: b.node.NodeID, Epoch: b.ctrl.epoch, Count: producerIDBlock})
+		if err != nil {
+			return -1, -1, err
 		}
+		b.producer.next, b.producer.end = res.FirstProducerID, res.FirstProducerID+producerIDBlock
 	}
 	id = b.producer.next
 	b.producer.next++

@@ -6,13 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/weir-broker/weir/log"
+	"github.com/weir-broker/weir/raft/controller"
 )
 
 // topicsDir holds one directory per topic, named <name>-<topic id>, with
@@ -50,10 +50,6 @@ func (t *Topic) Partition(i int32) *Partition {
 
 // Configs returns the explicit topic configs.
 func (t *Topic) Configs() map[string]string { return *t.configs.Load() }
-
-func (t *Topic) meta() topicMeta {
-	return topicMeta{Name: t.Name, ID: t.ID, Partitions: int32(len(t.partitions())), Configs: t.Configs()}
-}
 
 func (b *Broker) topicDir(name string, id TopicID) string {
 	return filepath.Join(b.node.DataDir, topicsDir, name+"-"+id.String())
@@ -111,10 +107,12 @@ type CreateTopicRequest struct {
 	ReplicationFactor int16
 	Configs           map[string]string
 	ValidateOnly      bool
+	Internal          bool
 }
 
-// CreateTopic validates and creates a topic, returning it (a detached
-// description of it when ValidateOnly).
+// CreateTopic validates the topic and creates it through the controller,
+// returning it once this node serves it (a detached description of it
+// when ValidateOnly).
 func (b *Broker) CreateTopic(req CreateTopicRequest) (*Topic, error) {
 	if err := ValidateTopicName(req.Name); err != nil {
 		return nil, err
@@ -128,195 +126,121 @@ func (b *Broker) CreateTopic(req CreateTopicRequest) (*Topic, error) {
 	if req.Partitions > maxPartitionsPerTopic {
 		return nil, fmt.Errorf("%w: %d partitions is more than %d", kerr.InvalidPartitions, req.Partitions, maxPartitionsPerTopic)
 	}
-	if brokers := int16(1); req.ReplicationFactor > brokers {
-		return nil, fmt.Errorf("%w: replication factor %d is larger than the %d available broker(s)", kerr.InvalidReplicationFactor, req.ReplicationFactor, brokers)
-	}
-	configs := map[string]string{}
 	for k, v := range req.Configs {
 		if err := ValidateTopicConfig(k, v); err != nil {
 			return nil, err
 		}
-		configs[k] = v
 	}
-
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return nil, kerr.NotController
-	}
-	if _, exists := b.byName[req.Name]; exists {
-		return nil, fmt.Errorf("%w: topic %q already exists", kerr.TopicAlreadyExists, req.Name)
-	}
-	if err := b.checkCollisionLocked(req.Name); err != nil {
+	if err := b.checkCollision(req.Name); err != nil {
 		return nil, err
 	}
-	tm := topicMeta{Name: req.Name, ID: newTopicID(), Partitions: req.Partitions, Configs: configs}
+	cmd := controller.CreateTopic{
+		Name: req.Name, ID: controller.TopicID(newTopicID()), Partitions: req.Partitions,
+		ReplicationFactor: req.ReplicationFactor, Configs: req.Configs, Internal: req.Internal,
+		PlacementSeed: newPlacementSeed(),
+	}
 	if req.ValidateOnly {
-		t := &Topic{Name: tm.Name, ID: tm.ID}
-		t.configs.Store(&configs)
-		parts := make([]*Partition, tm.Partitions)
-		for i := range parts {
-			parts[i] = &Partition{Index: int32(i), topic: t}
+		res, err := b.check(cmd)
+		if err != nil {
+			return nil, err
 		}
-		t.parts.Store(&parts)
-		return t, nil
+		return detachedTopic(res.Topic), nil
 	}
-	t, err := b.openTopic(tm)
-	if err != nil {
-		return nil, fmt.Errorf("%w: create topic %s: %v", kerr.KafkaStorageError, req.Name, err)
+	if _, err := b.propose(cmd); err != nil {
+		return nil, err
 	}
-	b.byName[t.Name] = t
-	b.byID[t.ID] = t
-	if err := b.persistLocked(); err != nil {
-		delete(b.byName, t.Name)
-		delete(b.byID, t.ID)
-		for _, p := range t.partitions() {
-			p.close()
-		}
-		os.RemoveAll(b.topicDir(t.Name, t.ID))
-		return nil, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+	t := b.Topic(req.Name)
+	if t == nil {
+		return nil, fmt.Errorf("%w: topic %s was created but is not served here", kerr.KafkaStorageError, req.Name)
 	}
-	b.logger.Info("created topic", "topic", t.Name, "id", t.ID.String(), "partitions", tm.Partitions)
+	b.logger.Info("created topic", "topic", t.Name, "id", t.ID.String(), "partitions", req.Partitions)
 	return t, nil
+}
+
+// detachedTopic describes a topic that does not exist here (validate-only
+// answers).
+func detachedTopic(ct *controller.Topic) *Topic {
+	t := &Topic{Name: ct.Name, ID: TopicID(ct.ID)}
+	configs := ct.Configs
+	if configs == nil {
+		configs = map[string]string{}
+	}
+	t.configs.Store(&configs)
+	parts := make([]*Partition, len(ct.Partitions))
+	for i := range parts {
+		parts[i] = &Partition{Index: int32(i), topic: t}
+	}
+	t.parts.Store(&parts)
+	return t
 }
 
 // maxPartitionsPerTopic keeps one request from opening an absurd number
 // of files on a single node.
 const maxPartitionsPerTopic = 10000
 
-// checkCollisionLocked refuses names that differ only in '.' versus '_',
-// as Kafka does, because metric names cannot tell them apart.
-func (b *Broker) checkCollisionLocked(name string) error {
+// checkCollision refuses names that differ from an existing topic's only
+// in '.' versus '_', as Kafka does, because metric names cannot tell them
+// apart.
+func (b *Broker) checkCollision(name string) error {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
 	norm := strings.ReplaceAll(name, ".", "_")
 	for other := range b.byName {
-		if strings.ReplaceAll(other, ".", "_") == norm {
+		if other != name && strings.ReplaceAll(other, ".", "_") == norm {
 			return fmt.Errorf("%w: topic %q collides with existing topic %q", kerr.InvalidTopicException, name, other)
 		}
 	}
 	return nil
 }
 
-func (b *Broker) openTopic(tm topicMeta) (*Topic, error) {
-	t := &Topic{Name: tm.Name, ID: tm.ID}
-	configs := tm.Configs
-	if configs == nil {
-		configs = map[string]string{}
-	}
-	t.configs.Store(&configs)
-	parts := make([]*Partition, 0, tm.Partitions)
-	t.parts.Store(&parts)
-	return t, b.growTopic(t, tm.Partitions)
-}
-
-// growTopic opens partitions up to count.
-func (b *Broker) growTopic(t *Topic, count int32) error {
-	cfg := b.logConfigFor(t)
-	parts := append([]*Partition(nil), t.partitions()...)
-	for i := int32(len(parts)); i < count; i++ {
-		dir := filepath.Join(b.topicDir(t.Name, t.ID), strconv.Itoa(int(i)))
-		p, err := openPartition(t, i, dir, cfg)
-		if err != nil {
-			for _, opened := range parts[len(t.partitions()):] {
-				opened.close()
-			}
-			return fmt.Errorf("partition %d: %w", i, err)
-		}
-		parts = append(parts, p)
-	}
-	t.parts.Store(&parts)
-	return nil
-}
-
-// DeleteTopic removes a topic and its data.
+// DeleteTopic deletes a topic through the controller; its data and the
+// groups' offsets of it are gone when it returns.
 func (b *Broker) DeleteTopic(name string) error {
-	b.mu.Lock()
-	t := b.byName[name]
+	t := b.Topic(name)
 	if t == nil {
-		b.mu.Unlock()
 		return fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, name)
 	}
 	return b.deleteTopic(t)
 }
 
-// DeleteTopicByID removes a topic named by its ID (DeleteTopics v6+).
+// DeleteTopicByID deletes a topic named by its ID (DeleteTopics v6+).
 func (b *Broker) DeleteTopicByID(id TopicID) (string, error) {
-	b.mu.Lock()
-	t := b.byID[id]
+	t := b.TopicByID(id)
 	if t == nil {
-		b.mu.Unlock()
 		return "", fmt.Errorf("%w: %s", kerr.UnknownTopicID, id)
 	}
 	return t.Name, b.deleteTopic(t)
 }
 
-// deleteTopic is entered with b.mu held and releases it. Groups' offsets
-// of the topic are dropped after the lock is released: the coordinator's
-// loops look topics up, and waiting on them under b.mu would deadlock.
-// The drop finishes before the delete is answered, so a topic created
-// again under the name never has its new commits removed.
 func (b *Broker) deleteTopic(t *Topic) error {
-	err := b.deleteTopicLocked(t)
-	b.mu.Unlock()
-	if err == nil && b.groups != nil {
-		b.groups.TopicDeleted(t.Name)
+	if t.Internal() {
+		return fmt.Errorf("%w: the internal topic %s cannot be deleted", kerr.InvalidTopicException, t.Name)
+	}
+	_, err := b.propose(controller.DeleteTopic{TopicRef: controller.TopicRef{Name: t.Name, ID: controller.TopicID(t.ID)}})
+	if err == nil {
+		b.logger.Info("deleted topic", "topic", t.Name, "id", t.ID.String())
 	}
 	return err
 }
 
-func (b *Broker) deleteTopicLocked(t *Topic) error {
-	if t.Internal() {
-		return fmt.Errorf("%w: the internal topic %s cannot be deleted", kerr.InvalidTopicException, t.Name)
-	}
-	delete(b.byName, t.Name)
-	delete(b.byID, t.ID)
-	// The table is persisted before files go: a crash in between leaves
-	// an orphan directory, removed on the next start, never a topic
-	// whose data is half gone.
-	if err := b.persistLocked(); err != nil {
-		b.byName[t.Name] = t
-		b.byID[t.ID] = t
-		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
-	}
-	for _, p := range t.partitions() {
-		p.markDeleted()
-		p.close()
-	}
-	if err := os.RemoveAll(b.topicDir(t.Name, t.ID)); err != nil {
-		b.logger.Warn("removing deleted topic's files", "topic", t.Name, "err", err)
-	}
-	b.logger.Info("deleted topic", "topic", t.Name, "id", t.ID.String())
-	return nil
-}
-
 // CreatePartitions raises a topic's partition count to total.
 func (b *Broker) CreatePartitions(name string, total int32, validateOnly bool) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	t := b.byName[name]
-	if t == nil {
-		return fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, name)
-	}
-	have := int32(len(t.partitions()))
+	t := b.Topic(name)
 	switch {
+	case t == nil:
+		return fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, name)
 	case t.Internal():
 		return fmt.Errorf("%w: the partition count of %s is fixed: groups are placed by it", kerr.InvalidRequest, name)
-	case total < have:
-		return fmt.Errorf("%w: topic %s has %d partitions; the count cannot decrease", kerr.InvalidPartitions, name, have)
-	case total == have:
-		return fmt.Errorf("%w: topic %s already has %d partitions", kerr.InvalidPartitions, name, have)
 	case total > maxPartitionsPerTopic:
 		return fmt.Errorf("%w: %d partitions is more than %d", kerr.InvalidPartitions, total, maxPartitionsPerTopic)
 	}
+	cmd := controller.CreatePartitions{TopicRef: controller.TopicRef{Name: t.Name, ID: controller.TopicID(t.ID)}, Total: total, PlacementSeed: newPlacementSeed()}
 	if validateOnly {
-		return nil
+		_, err := b.check(cmd)
+		return err
 	}
-	if err := b.growTopic(t, total); err != nil {
-		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
-	}
-	if err := b.persistLocked(); err != nil {
-		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
-	}
-	return nil
+	_, err := b.propose(cmd)
+	return err
 }
 
 // TopicConfig returns a topic's effective configs.
@@ -337,19 +261,14 @@ type ConfigOp struct {
 	Value string
 }
 
-// AlterTopicConfig applies incremental config changes to a topic and to
-// its partitions' logs at once.
+// AlterTopicConfig applies incremental config changes to a topic through
+// the controller; the partitions' logs take them at once.
 func (b *Broker) AlterTopicConfig(name string, ops []ConfigOp, validateOnly bool) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	t := b.byName[name]
+	t := b.Topic(name)
 	if t == nil {
 		return fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, name)
 	}
-	next := map[string]string{}
-	for k, v := range t.Configs() {
-		next[k] = v
-	}
+	cmd := controller.AlterTopicConfig{TopicRef: controller.TopicRef{Name: t.Name, ID: controller.TopicID(t.ID)}}
 	for _, op := range ops {
 		if _, ok := lookupTopicConfig(op.Name); !ok {
 			return fmt.Errorf("%w: unknown topic config %q", kerr.InvalidConfig, op.Name)
@@ -359,27 +278,19 @@ func (b *Broker) AlterTopicConfig(name string, ops []ConfigOp, validateOnly bool
 			if err := ValidateTopicConfig(op.Name, op.Value); err != nil {
 				return err
 			}
-			next[op.Name] = op.Value
+			cmd.Ops = append(cmd.Ops, controller.ConfigOp{Name: op.Name, Op: controller.ConfigSet, Value: op.Value})
 		case 1:
-			delete(next, op.Name)
+			cmd.Ops = append(cmd.Ops, controller.ConfigOp{Name: op.Name, Op: controller.ConfigDelete})
 		default:
 			return fmt.Errorf("%w: %s: APPEND and SUBTRACT apply to list configs only", kerr.InvalidConfig, op.Name)
 		}
 	}
 	if validateOnly {
-		return nil
+		_, err := b.check(cmd)
+		return err
 	}
-	prev := t.configs.Load()
-	t.configs.Store(&next)
-	if err := b.persistLocked(); err != nil {
-		t.configs.Store(prev)
-		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
-	}
-	cfg := b.logConfigFor(t)
-	for _, p := range t.partitions() {
-		p.setConfig(cfg)
-	}
-	return nil
+	_, err := b.propose(cmd)
+	return err
 }
 
 // removeOrphanTopicDirs deletes directories of topics that are no longer

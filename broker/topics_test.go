@@ -107,10 +107,10 @@ func TestAutoCreate(t *testing.T) {
 	b := openTestBroker(t, t.TempDir())
 	_, err := b.Produce("auto", 0, logtest.Batch{}.Encode(), ProduceOptions{AllowZstd: true})
 	wantCode(t, err, kerr.UnknownTopicOrPartition)
-	if err := b.Properties().Set("auto_create_topics_enabled", "true"); err != nil {
+	if err := b.SetClusterProperty("auto_create_topics_enabled", "true"); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Properties().Set("default_topic_partitions", "3"); err != nil {
+	if err := b.SetClusterProperty("default_topic_partitions", "3"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Produce("auto", 2, logtest.Batch{}.Encode(), ProduceOptions{AllowZstd: true}); err != nil {
@@ -248,7 +248,7 @@ func TestProduceSeesConfigChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	produceBatch(t, b, "limits", 0, batch)
-	if err := b.Properties().Set("kafka_batch_max_bytes", "2048"); err != nil {
+	if err := b.SetClusterProperty("kafka_batch_max_bytes", "2048"); err != nil {
 		t.Fatal(err)
 	}
 	_, err = b.Produce("limits", 0, batch.Encode(), ProduceOptions{})

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"sync"
@@ -216,4 +217,27 @@ func (v *Values) Version() int64 {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	return v.version
+}
+
+// Replace makes explicit the whole set of explicitly set values (the rest
+// read as defaults), bumping the version if anything changed. Every value
+// is validated first; on error nothing changes.
+func (v *Values) Replace(explicit map[string]string) error {
+	for name, value := range explicit {
+		p, ok := v.reg.Lookup(name)
+		if !ok {
+			return fmt.Errorf("unknown cluster property %q", name)
+		}
+		if err := p.Validate(value); err != nil {
+			return err
+		}
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if maps.Equal(v.set, explicit) {
+		return nil
+	}
+	v.set = maps.Clone(explicit)
+	v.version++
+	return nil
 }

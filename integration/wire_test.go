@@ -210,6 +210,9 @@ type batchOpts struct {
 	BaseSequence  int32
 	FirstTs       int64
 	Attributes    int16
+	// Idempotent marks the producer fields as set: producer id 0 at
+	// epoch 0 and sequence 0 is a real producer's first batch.
+	Idempotent bool
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -245,7 +248,7 @@ func buildBatch(o batchOpts, recs []rec) []byte {
 		}
 	}
 	pid, epoch, seq := o.ProducerID, o.ProducerEpoch, o.BaseSequence
-	if pid == 0 && epoch == 0 && seq == 0 {
+	if !o.Idempotent && pid == 0 && epoch == 0 && seq == 0 {
 		pid, epoch, seq = -1, -1, -1
 	}
 	rb := kmsg.RecordBatch{
@@ -301,7 +304,7 @@ func zstdBatch(t testing.TB, recs []rec) []byte {
 
 // idemOpts builds batch options for an idempotent producer.
 func idemOpts(pid int64, epoch int16, seq int32) batchOpts {
-	return batchOpts{ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq}
+	return batchOpts{ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq, Idempotent: true}
 }
 
 // splitBatches splits fetched record-batch bytes into whole batches and

@@ -92,6 +92,9 @@ func (s *Server) topicMetadata(t *broker.Topic) kmsg.MetadataResponseTopic {
 	mt.Topic, mt.TopicID, mt.IsInternal = &name, t.ID, t.Internal()
 	self := s.broker.NodeID()
 	for _, p := range t.Partitions() {
+		if p == nil {
+			continue // hosted by another broker: not yet served in cluster mode
+		}
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition, mp.Leader, mp.LeaderEpoch = p.Index, self, 0
 		mp.Replicas, mp.ISR = []int32{self}, []int32{self}

@@ -40,7 +40,8 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	b, err := broker.Open(broker.Options{Node: node, Logger: logger})
+	reg := prometheus.NewRegistry()
+	b, err := broker.Open(broker.Options{Node: node, Logger: logger, Registerer: reg})
 	if err != nil {
 		return fmt.Errorf("open broker: %w", err)
 	}
@@ -50,7 +51,6 @@ func run(args []string) error {
 		}
 	}()
 
-	reg := prometheus.NewRegistry()
 	if !b.Properties().Bool("disable_metrics") {
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

@@ -183,8 +183,7 @@ func (t *txn) registerBroker(c RegisterBroker) Result {
 		Rack: c.Rack, Epoch: t.index, RegisteredMs: t.nowMs, LastHeartbeatMs: t.nowMs,
 	}
 	if old, ok := t.cur.brokers[c.NodeID]; ok {
-		same := old.Incarnation == c.Incarnation && old.RPCAddr == c.RPCAddr
-		if !same && t.live(old) {
+		if old.Incarnation != c.Incarnation && t.live(old) {
 			timeout := t.next.sessionTimeout
 			return Result{Err: &NodeIDConflictError{
 				NodeID: c.NodeID, Existing: *old, Incarnation: c.Incarnation, RPCAddr: c.RPCAddr,

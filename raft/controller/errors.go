@@ -42,7 +42,7 @@ type NodeIDConflictError struct {
 func (e *NodeIDConflictError) Error() string {
 	why := "another process uses this node_id"
 	if e.Existing.RPCAddr == e.RPCAddr {
-		why = "this broker restarted before its previous session expired, or another process at the same address uses this node_id"
+		why = "this broker's data directory was replaced while its previous registration is live, or another process at the same address uses this node_id"
 	}
 	return fmt.Sprintf("%s: node id %d is registered by a live broker (rpc %s, kafka %s, incarnation %s, registered at epoch %d); %s: registration is possible once the old session expires in %v (broker session timeout %v), or give this broker another node_id",
 		kerr.DuplicateBrokerRegistration.Message, e.NodeID, e.Existing.RPCAddr, e.Existing.KafkaAddr,

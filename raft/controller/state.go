@@ -27,8 +27,11 @@ func (id TopicID) MarshalText() ([]byte, error) { return []byte(id.String()), ni
 
 func (id *TopicID) UnmarshalText(b []byte) error { return decodeUUID((*[16]byte)(id), b, "topic id") }
 
-// IncarnationID identifies one run of a broker process: a broker draws a
-// new one at every start (Kafka's incarnation id).
+// IncarnationID identifies a broker's data directory: drawn when the
+// directory is created and kept there, so a broker that restarts (even at
+// another address) is the same broker, while a second process claiming
+// the node id with other data is not (Kafka's incarnation id, made
+// durable).
 type IncarnationID [16]byte
 
 func (id IncarnationID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }

@@ -120,13 +120,16 @@ func TestNodeIDCollision(t *testing.T) {
 			t.Fatalf("message %q lacks %q", r.Err, want)
 		}
 	}
-	// The same incarnation at another RPC address is refused too.
-	h.fails(RegisterBroker{NodeID: 1, Incarnation: incarnation(1), KafkaAddr: "h1:9092", RPCAddr: "h1:4000"}, kerr.DuplicateBrokerRegistration)
 	// A restart (new incarnation, same address) before the session
 	// expires is refused, with a message saying so.
 	r = h.fails(RegisterBroker{NodeID: 1, Incarnation: incarnation(3), KafkaAddr: "h1:9092", RPCAddr: "h1:33145"}, kerr.DuplicateBrokerRegistration)
-	if !strings.Contains(r.Err.Error(), "restarted before its previous session expired") {
+	if !strings.Contains(r.Err.Error(), "data directory was replaced") {
 		t.Fatal(r.Err)
+	}
+	// The same incarnation (the same data directory) at another RPC
+	// address is the same broker, moved: accepted, epoch kept.
+	if r := h.ok(RegisterBroker{NodeID: 1, Incarnation: incarnation(1), KafkaAddr: "h1:9092", RPCAddr: "h1:4000"}); r.BrokerEpoch != first.BrokerEpoch {
+		t.Fatalf("moved broker: epoch %d, want %d", r.BrokerEpoch, first.BrokerEpoch)
 	}
 	// A retried registration of the same incarnation keeps the epoch.
 	if r := h.ok(RegisterBroker{NodeID: 1, Incarnation: incarnation(1), KafkaAddr: "h1:9093", RPCAddr: "h1:33145"}); r.BrokerEpoch != first.BrokerEpoch {

@@ -1,0 +1,299 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/weir-broker/weir/raft"
+	"github.com/weir-broker/weir/raft/controller"
+)
+
+// controllerGroup is the Raft group holding the cluster metadata. Every
+// node runs it; a single node is a cluster of one voter.
+const controllerGroup = "controller"
+
+// heartbeatEvery renews this broker's registration well within the
+// controller's broker session timeout.
+const heartbeatEvery = controller.DefaultBrokerSessionTimeout / 3
+
+// proposeTimeout bounds one controller proposal.
+const proposeTimeout = 15 * time.Second
+
+// controllerNode is this broker's part in the controller group: the Raft
+// group, the replicated state, and the local materialisation of it (the
+// topic table), which a reconcile goroutine keeps up with the state.
+type controllerNode struct {
+	mux   *raft.Mux
+	group *raft.Group
+	state *controller.State
+
+	incarnation controller.IncarnationID
+	epoch       uint64 // broker epoch from the registration
+
+	changed chan struct{} // a new view was applied; capacity 1
+
+	mu         sync.Mutex
+	reconciled uint64        // index of the view the topic table reflects, by mu
+	progress   chan struct{} // closed and replaced when reconciled advances, by mu
+}
+
+// openController starts the controller group on rpc_addr, bootstraps it
+// when the node is new, and waits until it leads and has applied every
+// entry, so the broker starts from the whole metadata.
+func (b *Broker) openController() error {
+	ln, err := net.Listen("tcp", b.node.RPCAddr)
+	if err != nil {
+		return fmt.Errorf("rpc listener: %w", err)
+	}
+	// A port of 0 (tests) is advertised as the one the listener got.
+	addr := b.node.RPCAddr
+	if _, port, _ := net.SplitHostPort(addr); port == "0" {
+		addr = ln.Addr().String()
+	}
+	mux, err := raft.NewMux(ln, raft.MuxConfig{Advertise: addr, Logger: b.logger, Registerer: b.registerer})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	c := &controllerNode{mux: mux, changed: make(chan struct{}, 1), progress: make(chan struct{})}
+	if c.incarnation, err = loadIncarnation(b.node.DataDir); err != nil {
+		mux.Close()
+		return err
+	}
+	c.state = controller.New(controller.Options{ValidateTopicConfig: ValidateTopicConfig, Properties: b.props.Registry()})
+	c.state.Subscribe(func(controller.Change) {
+		select {
+		case c.changed <- struct{}{}:
+		default:
+		}
+	})
+	id := strconv.Itoa(int(b.node.NodeID))
+	c.group, err = mux.Start(raft.Config{
+		Group: controllerGroup, NodeID: id, Dir: filepath.Join(b.node.DataDir, "raft"),
+		FSM: controller.NewFSM(c.state),
+		// One voter elects itself after the heartbeat timeout: keep it
+		// short so a single node starts quickly.
+		HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
+		LeaderLeaseTimeout: 150 * time.Millisecond,
+	})
+	if err != nil {
+		mux.Close()
+		return err
+	}
+	b.ctrl = c
+	if !c.group.HasExistingState() {
+		if err := c.group.Bootstrap([]raft.Server{{ID: id, Addr: addr, Voter: true}}); err != nil {
+			mux.Close()
+			return fmt.Errorf("bootstrap controller: %w", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), proposeTimeout)
+	defer cancel()
+	if err := c.awaitLeadership(ctx); err != nil {
+		mux.Close()
+		return err
+	}
+	b.done.Add(1)
+	go b.reconcileLoop()
+	return nil
+}
+
+func (c *controllerNode) awaitLeadership(ctx context.Context) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !c.group.IsLeader() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("controller group elected no leader: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+	return c.group.Barrier(ctx)
+}
+
+// register initialises a new cluster (id and the node config's initial
+// cluster properties), then registers this broker and starts its
+// heartbeats.
+func (b *Broker) register() error {
+	c := b.ctrl
+	if c.state.View().ClusterID() == "" {
+		if _, err := b.propose(controller.InitCluster{ClusterID: newClusterID()}); err != nil {
+			return fmt.Errorf("initialise cluster: %w", err)
+		}
+		if len(b.node.Cluster) > 0 {
+			changes := make([]controller.PropertyChange, 0, len(b.node.Cluster))
+			for name, value := range b.node.Cluster {
+				changes = append(changes, controller.PropertyChange{Name: name, Value: value})
+			}
+			if _, err := b.propose(controller.SetClusterProperties{ExpectedVersion: -1, Changes: changes}); err != nil {
+				return fmt.Errorf("initial cluster properties: %w", err)
+			}
+		}
+		b.logger.Info("created new cluster", "cluster_id", c.state.View().ClusterID(), "data_dir", b.node.DataDir)
+	}
+	res, err := b.propose(controller.RegisterBroker{
+		NodeID: b.node.NodeID, Incarnation: c.incarnation, KafkaAddr: b.node.AdvertisedKafkaAddr,
+		RPCAddr: b.node.RPCAddr, Rack: b.node.Rack,
+	})
+	if err != nil {
+		return fmt.Errorf("register broker %d: %w", b.node.NodeID, err)
+	}
+	c.epoch = res.BrokerEpoch
+	b.done.Add(1)
+	go b.heartbeatLoop()
+	return nil
+}
+
+// propose applies a command through the controller group and waits until
+// the topic table reflects it. Refusals come back as the command's Kafka
+// error; a controller that cannot commit is NOT_CONTROLLER (retriable).
+func (b *Broker) propose(cmd controller.Command) (controller.Result, error) {
+	// Controller time is wall time, whatever clock the broker's logs use:
+	// liveness is judged against it.
+	data, err := controller.Encode(controller.Entry{TimeMs: time.Now().UnixMilli(), Cmd: cmd})
+	if err != nil {
+		return controller.Result{}, fmt.Errorf("%w: %v", kerr.InvalidRequest, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), proposeTimeout)
+	defer cancel()
+	resp, index, err := b.ctrl.group.Apply(ctx, data)
+	if err != nil {
+		return controller.Result{}, fmt.Errorf("%w: %v", kerr.NotController, err)
+	}
+	res, ok := resp.(controller.Result)
+	if !ok {
+		return controller.Result{}, fmt.Errorf("%w: controller answered %T", kerr.UnknownServerError, resp)
+	}
+	if res.Err != nil {
+		return res, res.Err
+	}
+	if err := b.ctrl.waitReconciled(ctx, index, b.stop); err != nil {
+		return res, fmt.Errorf("%w: %v", kerr.RequestTimedOut, err)
+	}
+	return res, nil
+}
+
+// check answers a command without proposing it: validate-only requests.
+func (b *Broker) check(cmd controller.Command) (controller.Result, error) {
+	res := b.ctrl.state.Check(controller.Entry{TimeMs: time.Now().UnixMilli(), Cmd: cmd})
+	return res, res.Err
+}
+
+func (c *controllerNode) waitReconciled(ctx context.Context, index uint64, stop <-chan struct{}) error {
+	for {
+		c.mu.Lock()
+		done, progress := c.reconciled >= index, c.progress
+		c.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-progress:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-stop:
+			return errors.New("broker is shutting down")
+		}
+	}
+}
+
+// reconcileLoop keeps the local topic table in step with the controller's
+// view: it opens, grows and reconfigures partitions and removes deleted
+// topics. It runs off the apply goroutine because opening logs does I/O.
+func (b *Broker) reconcileLoop() {
+	defer b.done.Done()
+	c := b.ctrl
+	b.reconcile(c.state.View())
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-c.changed:
+			b.reconcile(c.state.View())
+		}
+	}
+}
+
+func (b *Broker) heartbeatLoop() {
+	defer b.done.Done()
+	tick := time.NewTicker(heartbeatEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-tick.C:
+			_, err := b.propose(controller.Heartbeat{NodeID: b.node.NodeID, Epoch: b.ctrl.epoch})
+			if err != nil && !errors.Is(err, kerr.NotController) {
+				b.logger.Warn("controller heartbeat refused", "err", err)
+			}
+		}
+	}
+}
+
+func newPlacementSeed() uint32 {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return binary.BigEndian.Uint32(b[:])
+}
+
+// incarnationFile holds the broker's incarnation id: drawn when the data
+// directory is created, so a restart is the same broker to the controller
+// and another process claiming the node id with other data is not.
+//
+// Format: the id in URL-safe base64, one line.
+const incarnationFile = "incarnation"
+
+func loadIncarnation(dir string) (controller.IncarnationID, error) {
+	var id controller.IncarnationID
+	path := filepath.Join(dir, incarnationFile)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if err := id.UnmarshalText(bytes.TrimSpace(b)); err != nil {
+			return id, fmt.Errorf("%s: %w", path, err)
+		}
+		return id, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return id, fmt.Errorf("read incarnation: %w", err)
+	}
+	_, _ = rand.Read(id[:])
+	text, _ := id.MarshalText()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(text, '\n'), 0o644); err != nil {
+		return id, fmt.Errorf("write incarnation: %w", err)
+	}
+	if err := syncFile(tmp); err != nil {
+		return id, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return id, fmt.Errorf("install incarnation: %w", err)
+	}
+	return id, syncFile(dir)
+}
+
+// syncFile fsyncs a file or directory.
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	return nil
+}

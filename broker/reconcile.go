@@ -1,0 +1,128 @@
+package broker
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/weir-broker/weir/raft/controller"
+)
+
+// reconcile makes the local topic table match a controller view: topics
+// appear with the partitions assigned to this node opened, grow, take new
+// configs, and disappear with their files and the groups' offsets of
+// them. Cluster properties are mirrored into b.props.
+func (b *Broker) reconcile(v *controller.View) {
+	b.mirrorProperties(v)
+	var removed []*Topic
+	b.mu.Lock()
+	wanted := map[TopicID]bool{}
+	for _, ct := range v.Topics() {
+		id := TopicID(ct.ID)
+		wanted[id] = true
+		t := b.byID[id]
+		if t == nil {
+			t = &Topic{Name: ct.Name, ID: id}
+			empty := []*Partition{}
+			t.parts.Store(&empty)
+			t.configs.Store(&map[string]string{})
+			b.byName[t.Name] = t
+			b.byID[id] = t
+		}
+		if !maps.Equal(t.Configs(), ct.Configs) {
+			configs := maps.Clone(ct.Configs)
+			if configs == nil {
+				configs = map[string]string{}
+			}
+			t.configs.Store(&configs)
+			cfg := b.logConfigFor(t)
+			for _, p := range t.partitions() {
+				if p != nil {
+					p.setConfig(cfg)
+				}
+			}
+		}
+		b.openAssigned(t, ct)
+	}
+	for id, t := range b.byID {
+		if !wanted[id] {
+			delete(b.byID, id)
+			delete(b.byName, t.Name)
+			for _, p := range t.partitions() {
+				if p != nil {
+					p.markDeleted()
+					p.close()
+				}
+			}
+			removed = append(removed, t)
+		}
+	}
+	b.mu.Unlock()
+
+	// Files and offsets go after the table lock is released: the group
+	// coordinator's loops look topics up.
+	for _, t := range removed {
+		if err := os.RemoveAll(b.topicDir(t.Name, t.ID)); err != nil {
+			b.logger.Warn("removing deleted topic's files", "topic", t.Name, "err", err)
+		}
+		if b.groups != nil {
+			b.groups.TopicDeleted(t.Name)
+		}
+	}
+	b.ctrl.markReconciled(v.Index())
+}
+
+// openAssigned opens the partitions of ct this node holds a replica of
+// that are not open yet; b.mu is held. A partition hosted elsewhere stays
+// nil in the table.
+func (b *Broker) openAssigned(t *Topic, ct *controller.Topic) {
+	have := t.partitions()
+	if len(have) >= len(ct.Partitions) {
+		return
+	}
+	parts := append([]*Partition(nil), have...)
+	cfg := b.logConfigFor(t)
+	for i := len(parts); i < len(ct.Partitions); i++ {
+		var p *Partition
+		if slices.Contains(ct.Partitions[i].Replicas, b.node.NodeID) {
+			dir := filepath.Join(b.topicDir(t.Name, t.ID), strconv.Itoa(i))
+			var err error
+			if p, err = openPartition(t, int32(i), dir, cfg); err != nil {
+				b.logger.Error("opening partition", "topic", t.Name, "partition", i, "err", err)
+				p = nil
+			}
+		}
+		parts = append(parts, p)
+	}
+	t.parts.Store(&parts)
+}
+
+// mirrorProperties copies the controller's cluster properties into the
+// values the broker reads on its hot paths.
+func (b *Broker) mirrorProperties(v *controller.View) {
+	explicit := map[string]string{}
+	for name, pv := range v.Properties() {
+		explicit[name] = pv.Value
+	}
+	if err := b.props.Replace(explicit); err != nil {
+		b.logger.Warn("cluster properties from the controller", "err", err)
+	}
+}
+
+func (c *controllerNode) markReconciled(index uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if index > c.reconciled {
+		c.reconciled = index
+		close(c.progress)
+		c.progress = make(chan struct{})
+	}
+}
+
+// SetClusterProperty changes one cluster property through the controller.
+func (b *Broker) SetClusterProperty(name, value string) error {
+	_, err := b.propose(controller.SetClusterProperties{ExpectedVersion: -1, Changes: []controller.PropertyChange{{Name: name, Value: value}}})
+	return err
+}
