@@ -11,6 +11,8 @@
 //	group.go    Start, Bootstrap, Apply, Barrier, membership, Shutdown
 //	rpc.go      request/response services on the same listener (Handle,
 //	            Call) for brokers' control messages; frame format drawn there
+//	rpc_client.go  the calling side: a connection pool per (peer, service)
+//	rpc_frame.go   frame codec and RPC metrics
 //	config.go   per-group Config and the timer defaults, sized for many groups
 //	store.go    per-group raft-wal log/stable store and file snapshots
 //	metrics.go  Prometheus collectors
