@@ -126,11 +126,8 @@ func (b *Broker) CreateTopic(req CreateTopicRequest) (*Topic, error) {
 	if req.Partitions > maxPartitionsPerTopic {
 		return nil, fmt.Errorf("%w: %d partitions is more than %d", kerr.InvalidPartitions, req.Partitions, maxPartitionsPerTopic)
 	}
-	for k, v := range req.Configs {
-		if err := ValidateTopicConfig(k, v); err != nil {
-			return nil, err
-		}
-	}
+	// Configs are validated where the topic is created: in the
+	// controller's apply, with ValidateTopicConfig.
 	if err := b.checkCollision(req.Name); err != nil {
 		return nil, err
 	}
@@ -274,10 +271,7 @@ func (b *Broker) AlterTopicConfig(name string, ops []ConfigOp, validateOnly bool
 			return fmt.Errorf("%w: unknown topic config %q", kerr.InvalidConfig, op.Name)
 		}
 		switch op.Op {
-		case 0:
-			if err := ValidateTopicConfig(op.Name, op.Value); err != nil {
-				return err
-			}
+		case 0: // the value is validated in the controller's apply
 			cmd.Ops = append(cmd.Ops, controller.ConfigOp{Name: op.Name, Op: controller.ConfigSet, Value: op.Value})
 		case 1:
 			cmd.Ops = append(cmd.Ops, controller.ConfigOp{Name: op.Name, Op: controller.ConfigDelete})
