@@ -81,28 +81,42 @@ func (b *Broker) openController() error {
 		}
 	})
 	id := strconv.Itoa(int(b.node.NodeID))
-	c.group, err = mux.Start(raft.Config{
+	cfg := raft.Config{
 		Group: controllerGroup, NodeID: id, Dir: filepath.Join(b.node.DataDir, "raft"),
 		FSM: controller.NewFSM(c.state),
+	}
+	if len(b.node.Seeds) == 0 {
 		// One voter elects itself after the heartbeat timeout: keep it
-		// short so a single node starts quickly.
-		HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
-		LeaderLeaseTimeout: 150 * time.Millisecond,
-	})
+		// short so a single node starts quickly. Clusters keep the
+		// defaults, which tolerate a loaded machine.
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 300*time.Millisecond, 300*time.Millisecond, 150*time.Millisecond
+	}
+	c.group, err = mux.Start(cfg)
 	if err != nil {
 		mux.Close()
 		return err
 	}
 	b.ctrl = c
+	if err := b.registerClusterServices(mux, addr); err != nil {
+		mux.Close()
+		return err
+	}
+	self := raft.Server{ID: id, Addr: addr, Voter: true}
+	ctx, cancel := context.WithTimeout(context.Background(), joinTimeout)
+	defer cancel()
 	if !c.group.HasExistingState() {
-		if err := c.group.Bootstrap([]raft.Server{{ID: id, Addr: addr, Voter: true}}); err != nil {
+		var err error
+		if len(b.node.Seeds) == 0 {
+			err = c.group.Bootstrap([]raft.Server{self})
+		} else {
+			err = b.bootstrapOrJoin(ctx, self)
+		}
+		if err != nil {
 			mux.Close()
-			return fmt.Errorf("bootstrap controller: %w", err)
+			return fmt.Errorf("form or join the cluster: %w", err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), proposeTimeout)
-	defer cancel()
-	if err := c.awaitLeadership(ctx); err != nil {
+	if err := c.awaitLeader(ctx); err != nil {
 		mux.Close()
 		return err
 	}
@@ -111,24 +125,45 @@ func (b *Broker) openController() error {
 	return nil
 }
 
-func (c *controllerNode) awaitLeadership(ctx context.Context) error {
+// awaitLeader waits until the controller group has a leader; the leader
+// itself also waits until it has applied every entry (Barrier), so it
+// starts from the whole metadata. A follower catches up as it applies.
+func (c *controllerNode) awaitLeader(ctx context.Context) error {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for !c.group.IsLeader() {
+	for {
+		if c.group.IsLeader() {
+			return c.group.Barrier(ctx)
+		}
+		if _, addr := c.group.Leader(); addr != "" {
+			return nil
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("controller group elected no leader: %w", ctx.Err())
 		case <-tick.C:
 		}
 	}
-	return c.group.Barrier(ctx)
 }
+
+// joinTimeout bounds forming or joining a cluster at start: every seed
+// must answer, or one already in a cluster must take this node.
+const joinTimeout = 60 * time.Second
 
 // register initialises a new cluster (id and the node config's initial
 // cluster properties), then registers this broker and starts its
 // heartbeats.
 func (b *Broker) register() error {
 	c := b.ctrl
+	// The leader that finds no cluster id initialises the cluster; others
+	// wait to see it applied.
+	deadline := time.Now().Add(joinTimeout)
+	for c.state.View().ClusterID() == "" && !c.group.IsLeader() {
+		if time.Now().After(deadline) {
+			return errors.New("the controller group has no cluster id yet")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if c.state.View().ClusterID() == "" {
 		if _, err := b.propose(controller.InitCluster{ClusterID: newClusterID()}); err != nil {
 			return fmt.Errorf("initialise cluster: %w", err)
@@ -169,13 +204,9 @@ func (b *Broker) propose(cmd controller.Command) (controller.Result, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), proposeTimeout)
 	defer cancel()
-	resp, index, err := b.ctrl.group.Apply(ctx, data)
+	res, index, err := b.applyCommand(ctx, data)
 	if err != nil {
-		return controller.Result{}, fmt.Errorf("%w: %v", kerr.NotController, err)
-	}
-	res, ok := resp.(controller.Result)
-	if !ok {
-		return controller.Result{}, fmt.Errorf("%w: controller answered %T", kerr.UnknownServerError, resp)
+		return controller.Result{}, err
 	}
 	if res.Err != nil {
 		return res, res.Err

@@ -141,7 +141,13 @@ func (fp *FetchPartition) resolve() (*Partition, error) {
 		return nil, fp.UnknownErr
 	}
 	p := fp.Topic.Partition(fp.Partition)
-	if p == nil || p.deleted.Load() {
+	if p == nil {
+		if fp.Partition >= 0 && int(fp.Partition) < len(fp.Topic.partitions()) {
+			return nil, kerr.NotLeaderForPartition
+		}
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	if p.deleted.Load() {
 		return nil, kerr.UnknownTopicOrPartition
 	}
 	// One node, one leader, epoch 0: a newer epoch than ours means the

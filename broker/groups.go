@@ -47,6 +47,7 @@ func (b *Broker) openGroups() error {
 			tp := b.Topic(topic)
 			return tp != nil && tp.Partition(partition) != nil
 		},
+		Owns:   func(p int32) bool { return t.Partition(p) != nil },
 		Logger: b.logger,
 		Now:    b.now,
 	})
@@ -98,7 +99,7 @@ func (s groupStore) Partitions() int32 { return int32(len(s.topic.Partitions()))
 func (s groupStore) Append(partition int32, records []log.KeyValue) error {
 	p := s.topic.Partition(partition)
 	if p == nil {
-		return fmt.Errorf("%w: %s/%d", kerr.UnknownTopicOrPartition, GroupTopic, partition)
+		return fmt.Errorf("%w: %s/%d is hosted by another broker", kerr.NotCoordinator, GroupTopic, partition)
 	}
 	batch := log.BuildBatch(s.b.now().UnixMilli(), records)
 	headers, err := log.ValidateBatches(batch)
@@ -170,4 +171,23 @@ func (s groupStore) TrimBefore(partition int32, offset int64) error {
 	}
 	_, err := s.b.DeleteRecords(p, offset)
 	return err
+}
+
+// GroupCoordinator is the broker hosting a group's partition of
+// __consumer_offsets.
+func (b *Broker) GroupCoordinator(group string) (BrokerInfo, error) {
+	t := b.Topic(GroupTopic)
+	if t == nil || b.groups == nil {
+		return BrokerInfo{}, kerr.CoordinatorNotAvailable
+	}
+	p := b.groups.Partition(group)
+	infos := b.PartitionInfos(t)
+	if int(p) >= len(infos) || infos[p].Leader < 0 {
+		return BrokerInfo{}, kerr.CoordinatorNotAvailable
+	}
+	bi, ok := b.Broker(infos[p].Leader)
+	if !ok {
+		return BrokerInfo{}, kerr.CoordinatorNotAvailable
+	}
+	return bi, nil
 }

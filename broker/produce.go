@@ -29,9 +29,9 @@ func (b *Broker) Produce(topic string, partition int32, records []byte, opts Pro
 	if t.Internal() {
 		return AppendResult{}, fmt.Errorf("%w: clients cannot write to the internal topic %s", kerr.InvalidTopicException, topic)
 	}
-	p := t.Partition(partition)
-	if p == nil {
-		return AppendResult{}, fmt.Errorf("%w: %s/%d", kerr.UnknownTopicOrPartition, topic, partition)
+	p, err := b.LocalPartition(t, partition)
+	if err != nil {
+		return AppendResult{}, err
 	}
 	settings := b.produceSettings(t)
 	headers, err := log.ValidateBatches(records)

@@ -25,7 +25,10 @@ type Node struct {
 	AdminAddr           string `koanf:"admin_addr"`
 	RPCAddr             string `koanf:"rpc_addr"`
 	Rack                string `koanf:"rack"`
-	LogLevel            string `koanf:"log_level"`
+	// Seeds are the RPC addresses of other brokers of the cluster. A node
+	// with no seeds is a cluster of its own.
+	Seeds    []string `koanf:"-"`
+	LogLevel string   `koanf:"log_level"`
 
 	// MaxRequestBytes is Kafka's socket.request.max.bytes: a frame whose
 	// size prefix is larger closes the connection before anything is
@@ -47,6 +50,7 @@ func DefaultNode() map[string]any {
 		"admin_addr":            "127.0.0.1:9644",
 		"rpc_addr":              "127.0.0.1:33145",
 		"rack":                  "",
+		"seeds":                 "",
 		"log_level":             "info",
 		"max_request_bytes":     100 << 20,
 	}
@@ -63,6 +67,7 @@ func nodeFlags() []nodeFlag {
 		{"admin-addr", "admin_addr", "admin HTTP API address"},
 		{"rpc-addr", "rpc_addr", "internal RPC address"},
 		{"rack", "rack", "rack or zone of this broker"},
+		{"seeds", "seeds", "comma-separated RPC addresses of other brokers of the cluster"},
 		{"log-level", "log_level", "debug, info, warn or error"},
 	}
 }
@@ -145,6 +150,7 @@ func unmarshalNode(k *koanf.Koanf) (Node, error) {
 	}
 	// YAML gives cluster property values their own types (bool, int);
 	// properties are parsed by the registry, so keep their text.
+	n.Seeds = splitList(k.Get("seeds"))
 	n.Cluster = map[string]string{}
 	for key, v := range k.Cut("cluster").All() {
 		n.Cluster[key] = fmt.Sprint(v)
@@ -153,6 +159,29 @@ func unmarshalNode(k *koanf.Koanf) (Node, error) {
 		n.AdvertisedKafkaAddr = n.KafkaAddr
 	}
 	return n, n.Validate()
+}
+
+// splitList reads a list key given as a YAML list or as one
+// comma-separated string (flags and environment variables).
+func splitList(v any) []string {
+	var parts []string
+	switch x := v.(type) {
+	case string:
+		parts = strings.Split(x, ",")
+	case []any:
+		for _, e := range x {
+			parts = append(parts, fmt.Sprint(e))
+		}
+	case []string:
+		parts = x
+	}
+	var out []string
+	for _, p := range parts {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Validate reports the first invalid setting.
@@ -172,6 +201,11 @@ func (n Node) Validate() error {
 	if host, _, err := net.SplitHostPort(n.AdvertisedKafkaAddr); err == nil {
 		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
 			errs = append(errs, fmt.Errorf("advertised_kafka_addr %q: clients cannot connect to an unspecified address; set the address they should use", n.AdvertisedKafkaAddr))
+		}
+	}
+	for _, seed := range n.Seeds {
+		if _, _, err := net.SplitHostPort(seed); err != nil {
+			errs = append(errs, fmt.Errorf("seeds: %q: %w", seed, err))
 		}
 	}
 	if n.MaxRequestBytes < 1024 {

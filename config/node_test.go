@@ -15,7 +15,7 @@ func TestLoadNodePrecedence(t *testing.T) {
 	environ := func() []string {
 		return []string{"WEIR_KAFKA_ADDR=127.0.0.1:2000", "WEIR_ADMIN_ADDR=127.0.0.1:3000", "HOME=/root"}
 	}
-	n, err := LoadNode([]string{"--config", path, "--admin-addr", "127.0.0.1:4000", "--set", "cluster.default_topic_partitions=6"}, environ)
+	n, err := LoadNode([]string{"--config", path, "--admin-addr", "127.0.0.1:4000", "--set", "cluster.default_topic_partitions=6", "--seeds", "127.0.0.1:33146, 127.0.0.1:33147"}, environ)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,6 +27,9 @@ func TestLoadNodePrecedence(t *testing.T) {
 	}
 	if n.AdminAddr != "127.0.0.1:4000" {
 		t.Errorf("flag should override env: admin_addr=%s", n.AdminAddr)
+	}
+	if len(n.Seeds) != 2 || n.Seeds[1] != "127.0.0.1:33147" {
+		t.Errorf("seeds: %q", n.Seeds)
 	}
 	if n.AdvertisedKafkaAddr != n.KafkaAddr {
 		t.Errorf("advertised address defaults to the listener: %s", n.AdvertisedKafkaAddr)

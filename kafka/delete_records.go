@@ -25,10 +25,12 @@ func (s *Server) handleDeleteRecords(c *clientConn, kreq kmsg.Request) (kmsg.Res
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
-			if t == nil || t.Partition(rp.Partition) == nil {
+			if t == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else if p, err := s.broker.LocalPartition(t, rp.Partition); err != nil {
+				sp.ErrorCode = errorCode(err)
 			} else {
-				low, err := s.broker.DeleteRecords(t.Partition(rp.Partition), rp.Offset)
+				low, err := s.broker.DeleteRecords(p, rp.Offset)
 				sp.ErrorCode, sp.LowWatermark = errorCode(err), low
 			}
 			st.Partitions = append(st.Partitions, sp)

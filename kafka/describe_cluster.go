@@ -3,8 +3,8 @@ package kafka
 // DescribeCluster, v0-v2.
 //
 // Behaviour:
-//   - Lists the live brokers (this node on a single-node cluster), the
-//     cluster id and the controller (this node). Only the broker endpoint
+//   - Lists the live brokers, the cluster id and the controller (the
+//     controller group's leader). Only the broker endpoint
 //     type (1) is served; asking for controllers (2) is
 //     UNSUPPORTED_ENDPOINT_TYPE, as on a Kafka broker.
 
@@ -22,10 +22,11 @@ func (s *Server) handleDescribeCluster(c *clientConn, kreq kmsg.Request) (kmsg.R
 	}
 	resp.EndpointType = 1
 	resp.ClusterID = s.broker.ClusterID()
-	resp.ControllerID = s.broker.NodeID()
-	e := s.brokerEntry()
-	rb := kmsg.NewDescribeClusterResponseBroker()
-	rb.NodeID, rb.Host, rb.Port, rb.Rack = e.NodeID, e.Host, e.Port, e.Rack
-	resp.Brokers = []kmsg.DescribeClusterResponseBroker{rb}
+	resp.ControllerID = s.broker.ControllerID()
+	for _, e := range s.liveBrokers() {
+		rb := kmsg.NewDescribeClusterResponseBroker()
+		rb.NodeID, rb.Host, rb.Port, rb.Rack = e.NodeID, e.Host, e.Port, e.Rack
+		resp.Brokers = append(resp.Brokers, rb)
+	}
 	return resp, nil
 }

@@ -3,9 +3,8 @@ package kafka
 // FindCoordinator, v0-v6.
 //
 // Behaviour:
-//   - Group keys (type 0): this broker, which hosts every partition of
-//     __consumer_offsets on a single node; COORDINATOR_LOAD_IN_PROGRESS
-//     until the coordinator has replayed its state.
+//   - Group keys (type 0): the broker hosting the group's partition of
+//     __consumer_offsets (COORDINATOR_NOT_AVAILABLE when it is not live).
 //   - v4+ batches keys (KIP-699): one entry per key, each with its own
 //     error; v0-v3 carry one key in top-level fields.
 //   - Transaction keys (type 1): TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as
@@ -21,7 +20,6 @@ import (
 func (s *Server) handleFindCoordinator(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	self := s.brokerEntry()
 	find := func(key string) kmsg.FindCoordinatorResponseCoordinator {
 		co := kmsg.NewFindCoordinatorResponseCoordinator()
 		co.Key, co.NodeID = key, -1
@@ -31,10 +29,13 @@ func (s *Server) handleFindCoordinator(c *clientConn, kreq kmsg.Request) (kmsg.R
 			code = kerr.TransactionalIDAuthorizationFailed.Code
 		case req.CoordinatorType != 0:
 			code = kerr.InvalidRequest.Code
-		case !s.broker.Groups().Loaded():
-			code = kerr.CoordinatorLoadInProgress.Code
 		default:
-			co.NodeID, co.Host, co.Port = self.NodeID, self.Host, self.Port
+			bi, err := s.broker.GroupCoordinator(key)
+			if err != nil {
+				code = errorCode(err)
+				break
+			}
+			co.NodeID, co.Host, co.Port = bi.NodeID, bi.Host, bi.Port
 		}
 		co.ErrorCode = code
 		return co

@@ -32,15 +32,20 @@ func (s *Server) handleListOffsets(c *clientConn, kreq kmsg.Request) (kmsg.Respo
 			sp := &st.Partitions[j]
 			*sp = kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition, sp.Offset, sp.Timestamp, sp.LeaderEpoch = rp.Partition, -1, -1, 0
-			if t == nil || t.Partition(rp.Partition) == nil {
+			if t == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				continue
+			}
+			p, err := s.broker.LocalPartition(t, rp.Partition)
+			if err != nil {
+				sp.ErrorCode = errorCode(err)
 				continue
 			}
 			if rp.CurrentLeaderEpoch > 0 {
 				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
 				continue
 			}
-			off, ts, err := s.broker.ListOffset(t.Partition(rp.Partition), rp.Timestamp, req.IsolationLevel)
+			off, ts, err := s.broker.ListOffset(p, rp.Timestamp, req.IsolationLevel)
 			sp.ErrorCode, sp.Offset, sp.Timestamp = errorCode(err), off, ts
 		}
 	}

@@ -3,7 +3,12 @@ package kafka
 // Metadata, v0-v13.
 //
 // Behaviour:
-//   - Brokers: this node, with its advertised address and rack (v1+).
+//   - Brokers: every live broker of the cluster, with its advertised
+//     address and rack (v1+); the controller is the controller group's
+//     leader.
+//   - Partitions: leader (the first replica while partitions are not
+//     replicated; LEADER_NOT_AVAILABLE when it is not live), replicas,
+//     the live replicas as ISR, the others as offline.
 //   - No topics requested (null list, or an empty one in v0) lists every
 //     topic.
 //   - A requested topic that does not exist is created when the request
@@ -13,7 +18,6 @@ package kafka
 //     looked up by it whatever the name says (Java sends ""), and unknown
 //     ones get UNKNOWN_TOPIC_ID with a null name.
 //   - Every topic carries its UUID (v10+), so clients fetch by ID.
-//   - Leader epoch (v7+) is 0: a single node never changes leader.
 
 import (
 	"net"
@@ -29,10 +33,10 @@ func (s *Server) handleMetadata(c *clientConn, kreq kmsg.Request) (kmsg.Response
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	b := s.broker
-	resp.Brokers = []kmsg.MetadataResponseBroker{s.brokerEntry()}
+	resp.Brokers = s.liveBrokers()
 	clusterID := b.ClusterID()
 	resp.ClusterID = &clusterID
-	resp.ControllerID = b.NodeID()
+	resp.ControllerID = b.ControllerID()
 
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
@@ -75,6 +79,29 @@ func (s *Server) handleMetadata(c *clientConn, kreq kmsg.Request) (kmsg.Response
 	return resp, nil
 }
 
+// liveBrokers lists every live broker of the cluster.
+func (s *Server) liveBrokers() []kmsg.MetadataResponseBroker {
+	var out []kmsg.MetadataResponseBroker
+	for _, bi := range s.broker.LiveBrokers() {
+		out = append(out, metadataBroker(bi))
+	}
+	if len(out) == 0 { // not registered yet: at least this broker
+		out = append(out, s.brokerEntry())
+	}
+	return out
+}
+
+func metadataBroker(bi broker.BrokerInfo) kmsg.MetadataResponseBroker {
+	e := kmsg.NewMetadataResponseBroker()
+	e.NodeID, e.Host, e.Port = bi.NodeID, bi.Host, bi.Port
+	if bi.Rack != "" {
+		rack := bi.Rack
+		e.Rack = &rack
+	}
+	return e
+}
+
+// brokerEntry is this broker, as its own node config describes it.
 func (s *Server) brokerEntry() kmsg.MetadataResponseBroker {
 	host, portStr, _ := net.SplitHostPort(s.opts.AdvertisedAddr)
 	port, _ := strconv.Atoi(portStr)
@@ -90,14 +117,19 @@ func (s *Server) topicMetadata(t *broker.Topic) kmsg.MetadataResponseTopic {
 	name := t.Name
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic, mt.TopicID, mt.IsInternal = &name, t.ID, t.Internal()
-	self := s.broker.NodeID()
-	for _, p := range t.Partitions() {
-		if p == nil {
-			continue // hosted by another broker: not yet served in cluster mode
-		}
+	for _, p := range s.broker.PartitionInfos(t) {
 		mp := kmsg.NewMetadataResponseTopicPartition()
-		mp.Partition, mp.Leader, mp.LeaderEpoch = p.Index, self, 0
-		mp.Replicas, mp.ISR = []int32{self}, []int32{self}
+		mp.Partition, mp.Leader, mp.LeaderEpoch = p.Partition, p.Leader, p.LeaderEpoch
+		mp.Replicas, mp.ISR, mp.OfflineReplicas = p.Replicas, p.ISR, p.Offline
+		if mp.ISR == nil {
+			mp.ISR = []int32{}
+		}
+		if mp.OfflineReplicas == nil {
+			mp.OfflineReplicas = []int32{}
+		}
+		if p.Leader < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt

@@ -35,8 +35,11 @@ type Options struct {
 	Store           Store
 	Settings        func() Settings
 	PartitionExists func(topic string, partition int32) bool
-	Logger          *slog.Logger
-	Now             func() time.Time
+	// Owns reports whether this node hosts a partition of the store;
+	// groups of other partitions are NOT_COORDINATOR here. nil: all.
+	Owns   func(partition int32) bool
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Coordinator owns every group of this node.
@@ -135,10 +138,14 @@ func (c *Coordinator) ExpireOffsets() {
 	}
 }
 
-// unavailable is the code for requests the coordinator cannot take yet.
-func (c *Coordinator) unavailable() int16 {
+// unavailable is the code for requests about a group the coordinator
+// cannot take: not loaded yet, or the group lives on another broker.
+func (c *Coordinator) unavailable(group string) int16 {
 	if !c.loaded.Load() {
 		return kerr.CoordinatorLoadInProgress.Code
+	}
+	if c.opts.Owns != nil && !c.opts.Owns(c.Partition(group)) {
+		return kerr.NotCoordinator.Code
 	}
 	return 0
 }
@@ -152,8 +159,8 @@ func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest,
 	switch {
 	case req.Group == "":
 		return fail(kerr.InvalidGroupID.Code)
-	case c.unavailable() != 0:
-		return fail(c.unavailable())
+	case c.unavailable(req.Group) != 0:
+		return fail(c.unavailable(req.Group))
 	case session < s.MinSessionTimeout || session > s.MaxSessionTimeout:
 		return fail(kerr.InvalidSessionTimeout.Code)
 	case req.ProtocolType == "" || len(req.Protocols) == 0:
@@ -180,7 +187,7 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 		resp.ErrorCode = code
 		return resp
 	}
-	if code := c.unavailable(); code != 0 {
+	if code := c.unavailable(req.Group); code != 0 {
 		return fail(code)
 	}
 	g := c.get(req.Group, false)
@@ -202,7 +209,7 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 // Heartbeat keeps a member alive and tells it about rebalances.
 func (c *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	if resp.ErrorCode = c.unavailable(); resp.ErrorCode != 0 {
+	if resp.ErrorCode = c.unavailable(req.Group); resp.ErrorCode != 0 {
 		return resp
 	}
 	g := c.get(req.Group, false)
@@ -224,7 +231,7 @@ func (c *Coordinator) LeaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRe
 		members = []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}
 	}
 	var codes []int16
-	if resp.ErrorCode = c.unavailable(); resp.ErrorCode != 0 {
+	if resp.ErrorCode = c.unavailable(req.Group); resp.ErrorCode != 0 {
 		return resp
 	}
 	if g := c.get(req.Group, false); g == nil {
@@ -265,8 +272,8 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 	switch {
 	case req.Group == "":
 		return failAll(kerr.InvalidGroupID.Code)
-	case c.unavailable() != 0:
-		return failAll(c.unavailable())
+	case c.unavailable(req.Group) != 0:
+		return failAll(c.unavailable(req.Group))
 	}
 	// Only a standalone commit (generation -1) may create a group; a
 	// member's commit for a group that is gone is from a stale
@@ -312,7 +319,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 
 func (c *Coordinator) fetchGroup(id string, topics []kmsg.OffsetFetchRequestGroupTopic, all bool) kmsg.OffsetFetchResponseGroup {
 	out := kmsg.OffsetFetchResponseGroup{Group: id}
-	if out.ErrorCode = c.unavailable(); out.ErrorCode != 0 {
+	if out.ErrorCode = c.unavailable(id); out.ErrorCode != 0 {
 		return out
 	}
 	fill := func(g *group) {
@@ -348,7 +355,7 @@ func (c *Coordinator) fetchGroup(id string, topics []kmsg.OffsetFetchRequestGrou
 // OffsetDelete removes offsets of topics the group does not consume.
 func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	if resp.ErrorCode = c.unavailable(); resp.ErrorCode != 0 {
+	if resp.ErrorCode = c.unavailable(req.Group); resp.ErrorCode != 0 {
 		return resp
 	}
 	g := c.get(req.Group, false)
@@ -361,7 +368,8 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDe
 // ListGroups lists live groups, filtered by state (v4+) and type (v5+).
 func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	if resp.ErrorCode = c.unavailable(); resp.ErrorCode != 0 {
+	if !c.loaded.Load() {
+		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
 		return resp
 	}
 	match := func(filter []string, v string) bool {
@@ -396,7 +404,7 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 	for _, id := range req.Groups {
 		d := kmsg.NewDescribeGroupsResponseGroup()
 		d.Group = id
-		if d.ErrorCode = c.unavailable(); d.ErrorCode != 0 {
+		if d.ErrorCode = c.unavailable(id); d.ErrorCode != 0 {
 			resp.Groups = append(resp.Groups, d)
 			continue
 		}
@@ -420,7 +428,7 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGr
 	for _, id := range req.Groups {
 		d := kmsg.NewDeleteGroupsResponseGroup()
 		d.Group = id
-		d.ErrorCode = c.unavailable()
+		d.ErrorCode = c.unavailable(id)
 		if d.ErrorCode == 0 {
 			d.ErrorCode = c.deleteGroup(id)
 		}

@@ -27,6 +27,9 @@ func (c *Coordinator) Load() error {
 	}
 	var skipped int
 	for p := int32(0); p < c.opts.Store.Partitions(); p++ {
+		if c.opts.Owns != nil && !c.opts.Owns(p) {
+			continue
+		}
 		err := c.opts.Store.Replay(p, func(key, value []byte) {
 			r, ok, err := decodeRecord(key, value)
 			if err != nil {

@@ -1,0 +1,273 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/weir-broker/weir/raft"
+	"github.com/weir-broker/weir/raft/controller"
+)
+
+// Brokers talk to each other over the RPC listener with three services:
+// hello (who are you, are you in a cluster), join (add me to the
+// controller group) and propose (apply this controller command; answered
+// by the controller leader only, others name it).
+const (
+	serviceHello   = "cluster.hello"
+	serviceJoin    = "cluster.join"
+	servicePropose = "cluster.propose"
+)
+
+// maxVoters is how many brokers vote in the controller group; the rest
+// follow as non-voters.
+const maxVoters = 3
+
+type helloReply struct {
+	NodeID  int32  `json:"node_id"`
+	RPCAddr string `json:"rpc_addr"`
+	// Formed: this node has applied a cluster id, so a cluster exists
+	// to join. A voter that has only bootstrapped is not formed yet: its
+	// fellow seeds must bootstrap too for an election to happen.
+	Formed bool `json:"formed"`
+}
+
+type joinRequest struct {
+	NodeID  int32  `json:"node_id"`
+	RPCAddr string `json:"rpc_addr"`
+}
+
+// leaderReply is what join and propose answer: done, or the leader to
+// ask instead.
+type leaderReply struct {
+	OK         bool   `json:"ok"`
+	LeaderAddr string `json:"leader_addr,omitempty"`
+
+	Index           uint64 `json:"index,omitempty"`
+	Code            int16  `json:"code,omitempty"`
+	Message         string `json:"message,omitempty"`
+	BrokerEpoch     uint64 `json:"broker_epoch,omitempty"`
+	FirstProducerID int64  `json:"first_producer_id,omitempty"`
+	ConfigVersion   int64  `json:"config_version,omitempty"`
+}
+
+func (b *Broker) registerClusterServices(mux *raft.Mux, addr string) error {
+	hello := func(ctx context.Context, _ string, _ []byte) ([]byte, error) {
+		return json.Marshal(helloReply{NodeID: b.node.NodeID, RPCAddr: addr, Formed: b.ctrl.state.View().ClusterID() != ""})
+	}
+	join := func(ctx context.Context, _ string, req []byte) ([]byte, error) {
+		var jr joinRequest
+		if err := json.Unmarshal(req, &jr); err != nil {
+			return nil, err
+		}
+		return json.Marshal(b.handleJoin(ctx, jr))
+	}
+	propose := func(ctx context.Context, _ string, req []byte) ([]byte, error) {
+		return json.Marshal(b.handlePropose(ctx, req))
+	}
+	for name, h := range map[string]raft.Handler{serviceHello: hello, serviceJoin: join, servicePropose: propose} {
+		if err := mux.Handle(name, h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *Broker) notLeader() leaderReply {
+	_, addr := b.ctrl.group.Leader()
+	return leaderReply{LeaderAddr: addr}
+}
+
+// handleJoin adds a broker to the controller group: a voter while there
+// are fewer than maxVoters, else a non-voter. Joining twice is harmless.
+func (b *Broker) handleJoin(ctx context.Context, jr joinRequest) leaderReply {
+	g := b.ctrl.group
+	if g == nil || !g.IsLeader() {
+		return b.notLeader()
+	}
+	servers, err := g.Configuration()
+	if err != nil {
+		return leaderReply{Code: kerr.NotController.Code, Message: err.Error()}
+	}
+	id := strconv.Itoa(int(jr.NodeID))
+	voters := 0
+	for _, s := range servers {
+		if s.ID == id && s.Addr == jr.RPCAddr {
+			return leaderReply{OK: true}
+		}
+		if s.Voter {
+			voters++
+		}
+	}
+	if voters < maxVoters {
+		err = g.AddVoter(ctx, id, jr.RPCAddr)
+	} else {
+		err = g.AddNonvoter(ctx, id, jr.RPCAddr)
+	}
+	if err != nil {
+		return leaderReply{Code: kerr.NotController.Code, Message: err.Error()}
+	}
+	b.logger.Info("broker joined the controller group", "node_id", jr.NodeID, "rpc_addr", jr.RPCAddr, "voter", voters < maxVoters)
+	return leaderReply{OK: true}
+}
+
+// handlePropose applies a forwarded controller command on the leader.
+func (b *Broker) handlePropose(ctx context.Context, data []byte) leaderReply {
+	g := b.ctrl.group
+	if !g.IsLeader() {
+		return b.notLeader()
+	}
+	resp, index, err := g.Apply(ctx, data)
+	if err != nil {
+		if errors.Is(err, raft.ErrNotLeader) {
+			return b.notLeader()
+		}
+		return leaderReply{Code: kerr.NotController.Code, Message: err.Error()}
+	}
+	res, _ := resp.(controller.Result)
+	r := leaderReply{OK: true, Index: index, BrokerEpoch: res.BrokerEpoch, FirstProducerID: res.FirstProducerID, ConfigVersion: res.ConfigVersion}
+	if res.Err != nil {
+		r.Code, r.Message = controller.ErrorCode(res.Err), res.Err.Error()
+	}
+	return r
+}
+
+// applyCommand commits data through the controller group, on this node
+// when it leads, else through the leader. It retries while leadership
+// moves, until ctx ends.
+func (b *Broker) applyCommand(ctx context.Context, data []byte) (controller.Result, uint64, error) {
+	g := b.ctrl.group
+	for {
+		if g.IsLeader() {
+			resp, index, err := g.Apply(ctx, data)
+			if err == nil {
+				res, ok := resp.(controller.Result)
+				if !ok {
+					return controller.Result{}, 0, fmt.Errorf("%w: controller answered %T", kerr.UnknownServerError, resp)
+				}
+				return res, index, nil
+			}
+			if !errors.Is(err, raft.ErrNotLeader) {
+				return controller.Result{}, 0, fmt.Errorf("%w: %v", kerr.NotController, err)
+			}
+		} else if _, addr := g.Leader(); addr != "" {
+			reply, err := b.ctrl.mux.Call(ctx, addr, servicePropose, data)
+			if err == nil {
+				var lr leaderReply
+				if err := json.Unmarshal(reply, &lr); err != nil {
+					return controller.Result{}, 0, fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+				}
+				if lr.OK {
+					res := controller.Result{Index: lr.Index, BrokerEpoch: lr.BrokerEpoch, FirstProducerID: lr.FirstProducerID, ConfigVersion: lr.ConfigVersion}
+					if lr.Code != 0 {
+						res.Err = fmt.Errorf("%w: %s", kerr.ErrorForCode(lr.Code), lr.Message)
+					}
+					return res, lr.Index, nil
+				}
+				if lr.Code != 0 {
+					return controller.Result{}, 0, fmt.Errorf("%w: %s", kerr.ErrorForCode(lr.Code), lr.Message)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return controller.Result{}, 0, fmt.Errorf("%w: no controller leader answered: %v", kerr.NotController, ctx.Err())
+		case <-b.stop:
+			return controller.Result{}, 0, fmt.Errorf("%w: shutting down", kerr.NotController)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// bootstrapOrJoin starts a brand-new node with seeds: if any seed is
+// already in a cluster, join it; once every seed has answered and none
+// is, the (up to) three lowest node ids bootstrap the controller group
+// with identical configurations, and the others join it.
+func (b *Broker) bootstrapOrJoin(ctx context.Context, self raft.Server) error {
+	for {
+		var hellos []helloReply
+		formed := false
+		for _, seed := range b.node.Seeds {
+			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			reply, err := b.ctrl.mux.Call(cctx, seed, serviceHello, nil)
+			cancel()
+			if err != nil {
+				continue
+			}
+			var h helloReply
+			if json.Unmarshal(reply, &h) == nil {
+				hellos = append(hellos, h)
+				formed = formed || h.Formed
+			}
+		}
+		switch {
+		case formed:
+			return b.joinCluster(ctx, self)
+		case len(hellos) == len(b.node.Seeds):
+			voters := []raft.Server{self}
+			for _, h := range hellos {
+				voters = append(voters, raft.Server{ID: strconv.Itoa(int(h.NodeID)), Addr: h.RPCAddr, Voter: true})
+			}
+			sort.Slice(voters, func(i, j int) bool { return nodeOrder(voters[i].ID) < nodeOrder(voters[j].ID) })
+			if len(voters) > maxVoters {
+				voters = voters[:maxVoters]
+			}
+			if slices.ContainsFunc(voters, func(s raft.Server) bool { return s.ID == self.ID }) {
+				b.logger.Info("bootstrapping the controller group", "voters", voters)
+				return b.ctrl.group.Bootstrap(voters)
+			}
+			return b.joinCluster(ctx, self)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("seeds %v: %d of %d answered, none in a cluster: %w", b.node.Seeds, len(hellos), len(b.node.Seeds), ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func nodeOrder(id string) int {
+	n, _ := strconv.Atoi(id)
+	return n
+}
+
+// joinCluster asks the seeds (and the leader they name) to add this node.
+func (b *Broker) joinCluster(ctx context.Context, self raft.Server) error {
+	req, _ := json.Marshal(joinRequest{NodeID: b.node.NodeID, RPCAddr: self.Addr})
+	for {
+		targets := append([]string(nil), b.node.Seeds...)
+		for len(targets) > 0 {
+			addr := targets[0]
+			targets = targets[1:]
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			reply, err := b.ctrl.mux.Call(cctx, addr, serviceJoin, req)
+			cancel()
+			if err != nil {
+				continue
+			}
+			var lr leaderReply
+			if json.Unmarshal(reply, &lr) != nil {
+				continue
+			}
+			if lr.OK {
+				b.logger.Info("joined the controller group", "via", addr)
+				return nil
+			}
+			if lr.LeaderAddr != "" && lr.LeaderAddr != addr {
+				targets = append([]string{lr.LeaderAddr}, targets...)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("join the cluster through %v: %w", b.node.Seeds, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
