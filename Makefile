@@ -11,7 +11,7 @@ DATA_DIR ?= ./data
 BENCH_RECORDS ?= 500000
 BENCH_RECORD_SIZE ?= 1024
 
-.PHONY: all build run test unit integration bench bench-go bench-e2e compat compat-short lint fmt clean
+.PHONY: all build run cluster cluster-stop test unit integration bench bench-go bench-e2e compat compat-short lint fmt clean
 
 all: build
 
@@ -21,6 +21,13 @@ build:
 
 run: build
 	./$(BIN)/weir --data-dir $(DATA_DIR)
+
+# Three brokers on loopback (Kafka 9092-9094), data and logs in ./data/nodeN.
+cluster:
+	./.ci/cluster.sh start
+
+cluster-stop:
+	./.ci/cluster.sh stop
 
 test: lint unit integration
 
