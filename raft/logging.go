@@ -2,6 +2,7 @@ package raft
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -56,10 +57,32 @@ func (a *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
 	if !a.l.Enabled(ctx, lvl) {
 		return
 	}
+	args = formatArgs(args)
 	if a.name != "" {
 		args = append([]any{"component", a.name}, args...)
 	}
 	a.l.Log(ctx, lvl, msg, args...)
+}
+
+// formatArgs renders hclog.Fmt values (a format string and its operands),
+// which raft uses for some fields, the way hclog would.
+func formatArgs(args []any) []any {
+	copied := false
+	for i, a := range args {
+		f, ok := a.(hclog.Format)
+		if !ok || len(f) == 0 {
+			continue
+		}
+		format, ok := f[0].(string)
+		if !ok {
+			continue
+		}
+		if !copied { // the caller's slice is not ours to change
+			args, copied = append([]any(nil), args...), true
+		}
+		args[i] = fmt.Sprintf(format, f[1:]...)
+	}
+	return args
 }
 
 func (a *hclogAdapter) Trace(msg string, args ...any) { a.Log(hclog.Trace, msg, args...) }

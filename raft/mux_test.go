@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -156,4 +158,15 @@ func TestShutdownLeavesNoGoroutines(t *testing.T) {
 	waitFor(t, 5*time.Second, "goroutines back to the baseline", func() bool {
 		return runtime.NumGoroutine() <= base
 	})
+}
+
+func TestHCLogFormatArgs(t *testing.T) {
+	in := []any{"servers", hclog.Fmt("%+v", []int{1, 2}), "n", 3}
+	out := formatArgs(in)
+	if out[1] != "[1 2]" || out[3] != 3 {
+		t.Fatalf("formatted %v", out)
+	}
+	if _, ok := in[1].(hclog.Format); !ok {
+		t.Fatal("the caller's slice was changed")
+	}
 }
