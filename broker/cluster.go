@@ -40,8 +40,9 @@ type helloReply struct {
 }
 
 type joinRequest struct {
-	NodeID  int32  `json:"node_id"`
-	RPCAddr string `json:"rpc_addr"`
+	NodeID      int32                    `json:"node_id"`
+	RPCAddr     string                   `json:"rpc_addr"`
+	Incarnation controller.IncarnationID `json:"incarnation"`
 }
 
 // leaderReply is what join and propose answer: done, or the leader to
@@ -91,6 +92,14 @@ func (b *Broker) handleJoin(ctx context.Context, jr joinRequest) leaderReply {
 	g := b.ctrl.group
 	if g == nil || !g.IsLeader() {
 		return b.notLeader()
+	}
+	// A node id held by a live broker with other data is refused before
+	// Raft sees it: adding it would hand that broker's vote to another
+	// process.
+	v := b.ctrl.state.View()
+	if reg, ok := v.Broker(jr.NodeID); ok && reg.Incarnation != jr.Incarnation && v.Live(jr.NodeID, time.Now()) {
+		return leaderReply{Code: kerr.DuplicateBrokerRegistration.Code, Message: fmt.Sprintf(
+			"node id %d is held by a live broker at %s (incarnation %s); give this broker another node_id, or stop the other one", jr.NodeID, reg.RPCAddr, reg.Incarnation)}
 	}
 	servers, err := g.Configuration()
 	if err != nil {
@@ -240,7 +249,7 @@ func nodeOrder(id string) int {
 
 // joinCluster asks the seeds (and the leader they name) to add this node.
 func (b *Broker) joinCluster(ctx context.Context, self raft.Server) error {
-	req, _ := json.Marshal(joinRequest{NodeID: b.node.NodeID, RPCAddr: self.Addr})
+	req, _ := json.Marshal(joinRequest{NodeID: b.node.NodeID, RPCAddr: self.Addr, Incarnation: b.ctrl.incarnation})
 	for {
 		targets := append([]string(nil), b.node.Seeds...)
 		for len(targets) > 0 {
@@ -259,6 +268,9 @@ func (b *Broker) joinCluster(ctx context.Context, self raft.Server) error {
 			if lr.OK {
 				b.logger.Info("joined the controller group", "via", addr)
 				return nil
+			}
+			if lr.Code == kerr.DuplicateBrokerRegistration.Code {
+				return fmt.Errorf("%w: %s", kerr.DuplicateBrokerRegistration, lr.Message)
 			}
 			if lr.LeaderAddr != "" && lr.LeaderAddr != addr {
 				targets = append([]string{lr.LeaderAddr}, targets...)
