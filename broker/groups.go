@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,6 +26,10 @@ func (b *Broker) Groups() *group.Coordinator { return b.groups }
 func (b *Broker) openGroups() error {
 	t := b.Topic(GroupTopic)
 	if t == nil {
+		b.awaitSeeds()
+		t = b.Topic(GroupTopic)
+	}
+	if t == nil {
 		var err error
 		t, err = b.CreateTopic(CreateTopicRequest{
 			Name:       GroupTopic,
@@ -36,6 +41,17 @@ func (b *Broker) openGroups() error {
 			// trims.
 			Configs: map[string]string{"retention.ms": "-1", "retention.bytes": "-1", "segment.bytes": "16777216"},
 		})
+		if errors.Is(err, kerr.TopicAlreadyExists) {
+			// Another broker starting with this one created it first;
+			// this broker's view may apply that entry a moment later.
+			deadline := time.Now().Add(seedsWait)
+			for t = b.Topic(GroupTopic); t == nil && time.Now().Before(deadline); t = b.Topic(GroupTopic) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if t != nil {
+				err = nil
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("create %s: %w", GroupTopic, err)
 		}
@@ -57,6 +73,28 @@ func (b *Broker) openGroups() error {
 	b.done.Add(1)
 	go b.offsetExpiryLoop()
 	return nil
+}
+
+// seedsWait bounds how long a new cluster's first broker waits for its
+// seeds to register before placing __consumer_offsets.
+const seedsWait = 10 * time.Second
+
+// awaitSeeds waits, briefly, until the brokers this one was started with
+// are registered (or another broker created __consumer_offsets), so the
+// topic's partitions spread over all of them rather than landing on the
+// first broker up.
+func (b *Broker) awaitSeeds() {
+	if len(b.node.Seeds) == 0 {
+		return
+	}
+	deadline := time.Now().Add(seedsWait)
+	for time.Now().Before(deadline) && len(b.LiveBrokers()) <= len(b.node.Seeds) && b.Topic(GroupTopic) == nil {
+		select {
+		case <-b.stop:
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func (b *Broker) groupSettings() group.Settings {
