@@ -1,13 +1,10 @@
 package broker
 
 import (
-	"fmt"
 	"net"
 	"slices"
 	"strconv"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/weir-broker/weir/raft/controller"
 )
@@ -93,17 +90,4 @@ func (b *Broker) PartitionInfos(t *Topic) []PartitionInfo {
 		out[i] = info
 	}
 	return out
-}
-
-// LocalPartition returns partition i of t if this broker hosts it:
-// NOT_LEADER_OR_FOLLOWER when another broker does, UNKNOWN_TOPIC_OR_PARTITION
-// when there is no such partition.
-func (b *Broker) LocalPartition(t *Topic, i int32) (*Partition, error) {
-	if p := t.Partition(i); p != nil {
-		return p, nil
-	}
-	if i >= 0 && int(i) < len(t.partitions()) {
-		return nil, fmt.Errorf("%w: %s/%d is hosted by another broker", kerr.NotLeaderForPartition, t.Name, i)
-	}
-	return nil, fmt.Errorf("%w: %s/%d", kerr.UnknownTopicOrPartition, t.Name, i)
 }

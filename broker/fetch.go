@@ -140,15 +140,9 @@ func (fp *FetchPartition) resolve() (*Partition, error) {
 	if fp.Topic == nil {
 		return nil, fp.UnknownErr
 	}
-	p := fp.Topic.Partition(fp.Partition)
-	if p == nil {
-		if fp.Partition >= 0 && int(fp.Partition) < len(fp.Topic.partitions()) {
-			return nil, kerr.NotLeaderForPartition
-		}
-		return nil, kerr.UnknownTopicOrPartition
-	}
-	if p.deleted.Load() {
-		return nil, kerr.UnknownTopicOrPartition
+	p, err := fp.Topic.LocalPartition(fp.Partition)
+	if err != nil {
+		return nil, err
 	}
 	// One node, one leader, epoch 0: a newer epoch than ours means the
 	// client knows something we do not yet; an older one is stale.

@@ -29,7 +29,7 @@ func (b *Broker) Produce(topic string, partition int32, records []byte, opts Pro
 	if t.Internal() {
 		return AppendResult{}, fmt.Errorf("%w: clients cannot write to the internal topic %s", kerr.InvalidTopicException, topic)
 	}
-	p, err := b.LocalPartition(t, partition)
+	p, err := t.LocalPartition(partition)
 	if err != nil {
 		return AppendResult{}, err
 	}

@@ -48,6 +48,18 @@ func (t *Topic) Partition(i int32) *Partition {
 	return ps[i]
 }
 
+// LocalPartition returns partition i if this broker hosts it:
+// NOT_LEADER_OR_FOLLOWER when another broker does, UNKNOWN_TOPIC_OR_PARTITION
+// when there is no such partition or it is being deleted.
+func (t *Topic) LocalPartition(i int32) (*Partition, error) {
+	if p := t.Partition(i); p != nil && !p.deleted.Load() {
+		return p, nil
+	} else if p == nil && i >= 0 && int(i) < len(t.partitions()) {
+		return nil, fmt.Errorf("%w: %s/%d is hosted by another broker", kerr.NotLeaderForPartition, t.Name, i)
+	}
+	return nil, fmt.Errorf("%w: %s/%d", kerr.UnknownTopicOrPartition, t.Name, i)
+}
+
 // Configs returns the explicit topic configs.
 func (t *Topic) Configs() map[string]string { return *t.configs.Load() }
 

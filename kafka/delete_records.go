@@ -27,7 +27,7 @@ func (s *Server) handleDeleteRecords(c *clientConn, kreq kmsg.Request) (kmsg.Res
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
 			if t == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			} else if p, err := s.broker.LocalPartition(t, rp.Partition); err != nil {
+			} else if p, err := t.LocalPartition(rp.Partition); err != nil {
 				sp.ErrorCode = errorCode(err)
 			} else {
 				low, err := s.broker.DeleteRecords(p, rp.Offset)

@@ -36,7 +36,7 @@ func (s *Server) handleListOffsets(c *clientConn, kreq kmsg.Request) (kmsg.Respo
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				continue
 			}
-			p, err := s.broker.LocalPartition(t, rp.Partition)
+			p, err := t.LocalPartition(rp.Partition)
 			if err != nil {
 				sp.ErrorCode = errorCode(err)
 				continue
