@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,7 +53,11 @@ type Broker struct {
 	producerMu sync.Mutex
 	producer   producerIDs
 
-	groups *group.Coordinator
+	// groups is the group coordinator, set once __consumer_offsets exists.
+	groups atomic.Pointer[group.Coordinator]
+
+	// replicas indexes the running partition replicas by Raft group name.
+	replicas sync.Map
 
 	stop chan struct{}
 	done sync.WaitGroup
@@ -103,6 +108,9 @@ func Open(opts Options) (*Broker, error) {
 	if err := b.openGroups(); err != nil {
 		return fail(fmt.Errorf("group coordinator: %w", err))
 	}
+	b.awaitReplicaLeaders()
+	b.done.Add(1)
+	go b.replicationLoop()
 	b.done.Add(1)
 	go b.retentionLoop(opts.RetentionCheckInterval)
 	return b, nil
@@ -130,8 +138,8 @@ func (b *Broker) Close() error {
 	}
 	b.mu.Unlock()
 	b.done.Wait()
-	if b.groups != nil {
-		b.groups.Close()
+	if c := b.groups.Load(); c != nil {
+		c.Close()
 	}
 	var errs []error
 	if b.ctrl != nil {
@@ -198,7 +206,7 @@ func (b *Broker) EnforceRetention(ctx context.Context) {
 			if p == nil {
 				continue
 			}
-			n, err := p.log.EnforceRetention()
+			n, err := p.enforceRetention()
 			if err != nil {
 				b.logger.Warn("retention", "topic", t.Name, "partition", p.Index, "err", err)
 			} else if n > 0 {

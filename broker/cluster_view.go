@@ -23,7 +23,7 @@ type PartitionInfo struct {
 	Leader      int32 // -1 when the leader is not live
 	LeaderEpoch int32
 	Replicas    []int32
-	ISR         []int32 // the live replicas: partitions are not replicated yet
+	ISR         []int32 // the live in-sync replicas, as the leader reported them
 	Offline     []int32
 }
 
@@ -78,10 +78,13 @@ func (b *Broker) PartitionInfos(t *Topic) []PartitionInfo {
 	for i, p := range ct.Partitions {
 		info := PartitionInfo{Partition: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, Replicas: slices.Clone(p.Replicas)}
 		for _, r := range p.Replicas {
-			if v.Live(r, now) {
-				info.ISR = append(info.ISR, r)
-			} else {
+			live := v.Live(r, now)
+			if !live {
 				info.Offline = append(info.Offline, r)
+			}
+			// Until the leader reports its ISR, the live replicas.
+			if live && (p.ISR == nil || slices.Contains(p.ISR, r)) {
+				info.ISR = append(info.ISR, r)
 			}
 		}
 		if info.Leader >= 0 && !v.Live(info.Leader, now) {
@@ -90,4 +93,20 @@ func (b *Broker) PartitionInfos(t *Topic) []PartitionInfo {
 		out[i] = info
 	}
 	return out
+}
+
+// LeaderHint names a partition's leader as the controller knows it, for
+// NOT_LEADER_OR_FOLLOWER answers that carry the new leader (KIP-951).
+func (b *Broker) LeaderHint(t *Topic, partition int32) (leader BrokerInfo, epoch int32, ok bool) {
+	v := b.ctrl.state.View()
+	ct := v.TopicByID(controller.TopicID(t.ID))
+	if ct == nil || partition < 0 || int(partition) >= len(ct.Partitions) {
+		return BrokerInfo{}, -1, false
+	}
+	cp := ct.Partitions[partition]
+	if cp.LeaderTerm == 0 || cp.Leader < 0 || cp.Leader == b.node.NodeID {
+		return BrokerInfo{}, -1, false
+	}
+	info, ok := b.Broker(cp.Leader)
+	return info, cp.LeaderEpoch, ok
 }

@@ -140,19 +140,7 @@ func (fp *FetchPartition) resolve() (*Partition, error) {
 	if fp.Topic == nil {
 		return nil, fp.UnknownErr
 	}
-	p, err := fp.Topic.LocalPartition(fp.Partition)
-	if err != nil {
-		return nil, err
-	}
-	// One node, one leader, epoch 0: a newer epoch than ours means the
-	// client knows something we do not yet; an older one is stale.
-	switch {
-	case fp.LeaderEpoch > 0:
-		return nil, kerr.UnknownLeaderEpoch
-	case fp.LeaderEpoch < -1:
-		return nil, kerr.FencedLeaderEpoch
-	}
-	return p, nil
+	return fp.Topic.LeaderPartition(fp.Partition, fp.LeaderEpoch)
 }
 
 // readError maps log errors to the per-partition codes consumers handle.

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -19,7 +20,7 @@ const GroupTopic = "__consumer_offsets"
 func (t *Topic) Internal() bool { return t.Name == GroupTopic }
 
 // Groups is the group coordinator.
-func (b *Broker) Groups() *group.Coordinator { return b.groups }
+func (b *Broker) Groups() *group.Coordinator { return b.groups.Load() }
 
 // openGroups creates __consumer_offsets on first start, replays it and
 // starts the coordinator.
@@ -35,6 +36,9 @@ func (b *Broker) openGroups() error {
 			Name:       GroupTopic,
 			Internal:   true,
 			Partitions: int32(b.props.Int("group_topic_partitions")),
+			// Kafka's offsets.topic.replication.factor is 3; a cluster
+			// of fewer brokers gets one replica on each.
+			ReplicationFactor: int16(min(groupTopicReplicas, max(1, len(b.LiveBrokers())))),
 			// Offsets are kept by the coordinator's own rules (offset
 			// retention), never by time-based segment deletion.
 			// Small segments let compaction free space soon after it
@@ -56,24 +60,36 @@ func (b *Broker) openGroups() error {
 			return fmt.Errorf("create %s: %w", GroupTopic, err)
 		}
 	}
-	b.groups = group.New(group.Options{
+	c := group.New(group.Options{
 		Store:    groupStore{b: b, topic: t},
 		Settings: b.groupSettings,
 		PartitionExists: func(topic string, partition int32) bool {
 			tp := b.Topic(topic)
-			return tp != nil && tp.Partition(partition) != nil
+			return tp != nil && partition >= 0 && int(partition) < len(tp.partitions())
 		},
-		Owns:   func(p int32) bool { return t.Partition(p) != nil },
 		Logger: b.logger,
 		Now:    b.now,
 	})
-	if err := b.groups.Load(); err != nil {
-		return err
+	b.groups.Store(c)
+	// Leadership gained before the coordinator existed is applied now;
+	// later changes are applied by the replicas' leadership watchers.
+	for _, p := range t.partitions() {
+		if p == nil {
+			continue
+		}
+		p.coordMu.Lock()
+		if p.leading {
+			b.applyGroupLeadership(c, p)
+		}
+		p.coordMu.Unlock()
 	}
 	b.done.Add(1)
 	go b.offsetExpiryLoop()
 	return nil
 }
+
+// groupTopicReplicas is the replication factor of __consumer_offsets.
+const groupTopicReplicas = 3
 
 // seedsWait bounds how long a new cluster's first broker waits for its
 // seeds to register before placing __consumer_offsets.
@@ -119,8 +135,9 @@ func (b *Broker) offsetExpiryLoop() {
 			timer.Stop()
 			return
 		case <-timer.C:
-			b.groups.ExpireOffsets()
-			b.groups.Compact(b.props.Int("group_topic_compaction_bytes"))
+			c := b.groups.Load()
+			c.ExpireOffsets()
+			c.Compact(b.props.Int("group_topic_compaction_bytes"))
 		}
 	}
 }
@@ -135,18 +152,22 @@ type groupStore struct {
 func (s groupStore) Partitions() int32 { return int32(len(s.topic.Partitions())) }
 
 func (s groupStore) Append(partition int32, records []log.KeyValue) error {
-	p := s.topic.Partition(partition)
-	if p == nil {
-		return fmt.Errorf("%w: %s/%d is hosted by another broker", kerr.NotCoordinator, GroupTopic, partition)
-	}
-	batch := log.BuildBatch(s.b.now().UnixMilli(), records)
-	headers, err := log.ValidateBatches(batch)
+	p, err := s.topic.LeaderPartition(partition, -1)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %v", kerr.NotCoordinator, err)
 	}
-	_, err = p.appendBatch(batch, headers, log.AppendOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), groupWriteTimeout)
+	defer cancel()
+	_, err = p.replicate(ctx, encodeAppend(0, log.BuildBatch(s.b.now().UnixMilli(), records)))
+	if errors.Is(err, kerr.NotLeaderForPartition) {
+		return fmt.Errorf("%w: %v", kerr.NotCoordinator, err)
+	}
 	return err
 }
+
+// groupWriteTimeout bounds one write of the coordinator (Kafka's
+// offsets.commit.timeout.ms).
+const groupWriteTimeout = 5 * time.Second
 
 // replayReadBytes bounds one read while replaying a partition.
 const replayReadBytes = 4 << 20
@@ -207,7 +228,9 @@ func (s groupStore) TrimBefore(partition int32, offset int64) error {
 	if p == nil {
 		return fmt.Errorf("%w: %s/%d", kerr.UnknownTopicOrPartition, GroupTopic, partition)
 	}
-	_, err := s.b.DeleteRecords(p, offset)
+	ctx, cancel := context.WithTimeout(context.Background(), groupWriteTimeout)
+	defer cancel()
+	_, err := s.b.DeleteRecords(ctx, p, offset)
 	return err
 }
 
@@ -215,10 +238,11 @@ func (s groupStore) TrimBefore(partition int32, offset int64) error {
 // __consumer_offsets.
 func (b *Broker) GroupCoordinator(group string) (BrokerInfo, error) {
 	t := b.Topic(GroupTopic)
-	if t == nil || b.groups == nil {
+	c := b.groups.Load()
+	if t == nil || c == nil {
 		return BrokerInfo{}, kerr.CoordinatorNotAvailable
 	}
-	p := b.groups.Partition(group)
+	p := c.Partition(group)
 	infos := b.PartitionInfos(t)
 	if int(p) >= len(infos) || infos[p].Leader < 0 {
 		return BrokerInfo{}, kerr.CoordinatorNotAvailable

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -39,7 +40,7 @@ func mustCreate(t testing.TB, b *Broker, name string, partitions int32, configs 
 // produceBatch appends one batch and returns its base offset.
 func produceBatch(t testing.TB, b *Broker, topic string, partition int32, batch logtest.Batch) int64 {
 	t.Helper()
-	res, err := b.Produce(topic, partition, batch.Encode(), ProduceOptions{AllowZstd: true})
+	res, err := b.Produce(context.Background(), topic, partition, batch.Encode(), ProduceOptions{AllowZstd: true})
 	if err != nil {
 		t.Fatalf("produce %s/%d: %v", topic, partition, err)
 	}

@@ -1,12 +1,10 @@
 package broker
 
 import (
-	"errors"
+	"context"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/weir-broker/weir/log"
 )
 
 // Special timestamps of ListOffsets.
@@ -18,8 +16,17 @@ const (
 )
 
 // ListOffset answers one partition of ListOffsets: the offset and
-// timestamp for a target timestamp. No match gives offset -1.
-func (b *Broker) ListOffset(p *Partition, timestamp int64, isolation int8) (offset, ts int64, err error) {
+// timestamp for a target timestamp, and the leader epoch of the batch
+// holding that offset. No match gives offset -1.
+func (b *Broker) ListOffset(p *Partition, timestamp int64, isolation int8) (offset, ts int64, epoch int32, err error) {
+	offset, ts, err = b.listOffset(p, timestamp, isolation)
+	if err != nil || offset < 0 {
+		return offset, ts, -1, err
+	}
+	return offset, ts, p.epochs.epochAt(offset), nil
+}
+
+func (b *Broker) listOffset(p *Partition, timestamp int64, isolation int8) (offset, ts int64, err error) {
 	end := p.HighWatermark()
 	if isolation == ReadCommitted {
 		end = p.LastStableOffset()
@@ -53,24 +60,15 @@ func (b *Broker) ListOffset(p *Partition, timestamp int64, isolation int8) (offs
 }
 
 // DeleteRecords moves a partition's log start offset to offset (-1: the
-// high watermark) and returns the new low watermark.
-func (b *Broker) DeleteRecords(p *Partition, offset int64) (int64, error) {
-	if offset == -1 {
-		offset = p.HighWatermark()
+// high watermark) on every replica, through the partition's group, and
+// returns the new low watermark.
+func (b *Broker) DeleteRecords(ctx context.Context, p *Partition, offset int64) (int64, error) {
+	if hwm := p.HighWatermark(); offset < -1 || offset > hwm {
+		return -1, fmt.Errorf("%w: offset %d is outside [0, %d]", kerr.OffsetOutOfRange, offset, hwm)
 	}
-	if offset < 0 || offset > p.HighWatermark() {
-		return -1, fmt.Errorf("%w: offset %d is outside [0, %d]", kerr.OffsetOutOfRange, offset, p.HighWatermark())
+	res, err := p.replicate(ctx, encodeDeleteRecords(offset))
+	if err != nil {
+		return -1, err
 	}
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	if offset <= p.log.LogStartOffset() {
-		return p.log.LogStartOffset(), nil
-	}
-	if err := p.log.DeleteRecordsBefore(offset); err != nil {
-		if errors.Is(err, log.ErrOffsetOutOfRange) {
-			return -1, kerr.OffsetOutOfRange
-		}
-		return -1, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
-	}
-	return p.log.LogStartOffset(), nil
+	return res.logStart, nil
 }

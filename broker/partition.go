@@ -1,50 +1,76 @@
 package broker
 
 import (
-	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/weir-broker/weir/log"
+	"github.com/weir-broker/weir/raft"
 )
 
-// Partition is one partition of a topic on this node: its log, its high
-// watermark, its idempotent producers and the fetches waiting for data.
+// Partition is this broker's replica of one partition: its log, the Raft
+// group that replicates it, its high watermark, its idempotent producers
+// and the fetches waiting for data.
+//
+// Every replica applies the same committed entries in the same order
+// (replica_fsm.go), so logs, producer state and epoch caches are
+// identical everywhere; only the leader serves produce and consumer
+// fetches.
 type Partition struct {
 	Index int32
 	topic *Topic
 	log   *log.Log
+	dir   string
 
-	// appendMu serialises appends with the producer-state checks that
-	// decide whether an append happens at all.
+	// appendMu serialises every change to the log and the state derived
+	// from it: the apply goroutine, snapshot restore, retention and
+	// checkpoints.
 	appendMu  sync.Mutex
 	producers producerTable
+	epochs    epochCache
+	applied   uint64 // last Raft index whose effect the log holds, by appendMu
+	scratch   []byte // apply's copy of a batch it stamps, by appendMu
 
-	// hwm is the high watermark: on a single node, everything appended.
-	// It is published after the log append returns, so a reader that
-	// sees it can read every batch below it.
+	ckptMu     sync.Mutex
+	checkpoint checkpoint // the newest durable checkpoint, by ckptMu
+
+	group *raft.Group // nil until the replica starts, and for detached topics
+	// pull copies batches from the leader's log (snapshot catch-up).
+	pull func(from, upTo int64) (recordChunk, error)
+
+	// leaderEpoch is the Raft term while this replica leads and has
+	// applied everything committed before its term; -1 otherwise.
+	leaderEpoch atomic.Int32
+	// tracking is the leader's view of its followers (isr.go).
+	tracking leaderTracking
+	// coordMu orders the group coordinator's loads and unloads of this
+	// partition (only __consumer_offsets) with leadership changes.
+	coordMu sync.Mutex
+	leading bool // by coordMu
+
+	// hwm is the high watermark: the end of what this replica applied,
+	// which is committed by construction. It is published after the log
+	// append returns, so a reader that sees it can read every batch
+	// below it.
 	hwm     atomic.Int64
 	deleted atomic.Bool
+	// failed is set when the log can no longer be trusted (a failed
+	// fsync or write): the replica stops applying and answers
+	// KAFKA_STORAGE_ERROR until the broker restarts.
+	failed atomic.Pointer[error]
+
+	stopOnce sync.Once
+	stop     chan struct{} // closed when the replica is closing
+	done     sync.WaitGroup
 
 	waitMu  sync.Mutex
 	waiters map[chan struct{}]struct{}
 }
 
-func openPartition(t *Topic, index int32, dir string, cfg log.Config) (*Partition, error) {
-	l, err := log.Open(dir, cfg)
-	if err != nil {
-		return nil, err
-	}
-	p := &Partition{Index: index, topic: t, log: l, waiters: map[chan struct{}]struct{}{}}
-	p.hwm.Store(l.EndOffset())
-	if err := p.producers.rebuild(l); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("rebuild producer state: %w", err)
-	}
-	return p, nil
+func newPartition(t *Topic, index int32, dir string) *Partition {
+	p := &Partition{Index: index, topic: t, dir: dir, stop: make(chan struct{}), waiters: map[chan struct{}]struct{}{}}
+	p.leaderEpoch.Store(-1)
+	return p
 }
 
 // Topic is the topic the partition belongs to.
@@ -62,13 +88,13 @@ func (p *Partition) LogStartOffset() int64 { return p.log.LogStartOffset() }
 // Log gives read access to the partition's log.
 func (p *Partition) Log() *log.Log { return p.log }
 
-func (p *Partition) close() error {
-	if p.log == nil {
-		return nil
-	}
-	p.wake()
-	return p.log.Close()
-}
+// LeaderEpoch is the partition's leader epoch while this replica leads
+// it, else -1.
+func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch.Load() }
+
+// IsLeader reports whether this replica leads the partition and serves
+// produce and fetch.
+func (p *Partition) IsLeader() bool { return p.leaderEpoch.Load() >= 0 }
 
 func (p *Partition) markDeleted() { p.deleted.Store(true) }
 
@@ -109,32 +135,4 @@ type AppendResult struct {
 	BaseOffset     int64
 	LogAppendTime  int64
 	LogStartOffset int64
-}
-
-// appendBatch appends one validated batch (headers holds its header),
-// applying the idempotent producer checks.
-func (p *Partition) appendBatch(records []byte, headers []log.BatchHeader, opts log.AppendOptions) (AppendResult, error) {
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	if p.deleted.Load() {
-		return AppendResult{}, kerr.UnknownTopicOrPartition
-	}
-	if dup, ok, err := p.producers.check(headers[0]); err != nil {
-		return AppendResult{}, err
-	} else if ok {
-		return AppendResult{BaseOffset: dup, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset()}, nil
-	}
-	res, err := p.log.AppendValidated(records, headers, opts)
-	if err != nil {
-		if errors.Is(err, log.ErrCorruptBatch) {
-			return AppendResult{}, fmt.Errorf("%w: %v", kerr.CorruptMessage, err)
-		}
-		return AppendResult{}, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
-	}
-	h := headers[0]
-	h.BaseOffset = res.BaseOffset
-	p.producers.record(h)
-	p.hwm.Store(p.log.EndOffset())
-	p.wake()
-	return AppendResult{BaseOffset: res.BaseOffset, LogAppendTime: res.LogAppendTime, LogStartOffset: res.LogStartOffset}, nil
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -15,10 +16,12 @@ type ProduceOptions struct {
 	AllowZstd bool
 }
 
-// Produce appends a partition's records from a produce request. records
-// is modified in place (offsets, epoch and timestamps are stamped into
-// it) and may be retained by nothing after Produce returns.
-func (b *Broker) Produce(topic string, partition int32, records []byte, opts ProduceOptions) (AppendResult, error) {
+// Produce appends a partition's records from a produce request through
+// the partition's Raft group: it returns once the batch is committed (on
+// a majority of the replicas' disks) and applied here, whatever the
+// request's acks (acks=1 is answered as acks=-1, which is stronger).
+// records is copied; ctx bounds the wait (the request's timeout).
+func (b *Broker) Produce(ctx context.Context, topic string, partition int32, records []byte, opts ProduceOptions) (AppendResult, error) {
 	t := b.Topic(topic)
 	if t == nil {
 		var err error
@@ -29,7 +32,7 @@ func (b *Broker) Produce(topic string, partition int32, records []byte, opts Pro
 	if t.Internal() {
 		return AppendResult{}, fmt.Errorf("%w: clients cannot write to the internal topic %s", kerr.InvalidTopicException, topic)
 	}
-	p, err := t.LocalPartition(partition)
+	p, err := t.LeaderPartition(partition, -1)
 	if err != nil {
 		return AppendResult{}, err
 	}
@@ -44,11 +47,12 @@ func (b *Broker) Produce(topic string, partition int32, records []byte, opts Pro
 	if seg := settings.segmentBytes; int64(len(records)) > seg {
 		return AppendResult{}, fmt.Errorf("%w: %d bytes is above segment.bytes %d", kerr.RecordListTooLarge, len(records), seg)
 	}
-	appendOpts := log.AppendOptions{LeaderEpoch: 0}
+	var logAppendTime int64
 	if settings.logAppendTime {
-		appendOpts.LogAppendTime = b.now().UnixMilli()
+		logAppendTime = b.now().UnixMilli()
 	}
-	return p.appendBatch(records, headers, appendOpts)
+	res, err := p.replicate(ctx, encodeAppend(logAppendTime, records))
+	return res.append, err
 }
 
 // autoCreate creates a topic on first use when the cluster allows it.

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -53,13 +54,13 @@ func TestIdempotentSequenceChecks(t *testing.T) {
 	pid, _, _ := b.InitProducerID()
 	produceBatch(t, b, "seq", 0, idem(pid, 1, 0, 3))
 
-	_, err := b.Produce("seq", 0, idem(pid, 1, 5, 1).Encode(), ProduceOptions{AllowZstd: true})
+	_, err := b.Produce(context.Background(), "seq", 0, idem(pid, 1, 5, 1).Encode(), ProduceOptions{AllowZstd: true})
 	wantCode(t, err, kerr.OutOfOrderSequenceNumber)
 
-	_, err = b.Produce("seq", 0, idem(pid, 0, 3, 1).Encode(), ProduceOptions{AllowZstd: true})
+	_, err = b.Produce(context.Background(), "seq", 0, idem(pid, 0, 3, 1).Encode(), ProduceOptions{AllowZstd: true})
 	wantCode(t, err, kerr.InvalidProducerEpoch)
 
-	_, err = b.Produce("seq", 0, idem(pid, 2, 7, 1).Encode(), ProduceOptions{AllowZstd: true})
+	_, err = b.Produce(context.Background(), "seq", 0, idem(pid, 2, 7, 1).Encode(), ProduceOptions{AllowZstd: true})
 	wantCode(t, err, kerr.OutOfOrderSequenceNumber)
 
 	if got := produceBatch(t, b, "seq", 0, idem(pid, 2, 0, 1)); got != 3 {
@@ -69,7 +70,7 @@ func TestIdempotentSequenceChecks(t *testing.T) {
 	for i := int32(1); i <= producerWindow; i++ {
 		produceBatch(t, b, "seq", 0, idem(pid, 2, i, 1))
 	}
-	_, err = b.Produce("seq", 0, idem(pid, 2, 0, 1).Encode(), ProduceOptions{AllowZstd: true})
+	_, err = b.Produce(context.Background(), "seq", 0, idem(pid, 2, 0, 1).Encode(), ProduceOptions{AllowZstd: true})
 	wantCode(t, err, kerr.OutOfOrderSequenceNumber)
 	if hwm := b.Topic("seq").Partition(0).HighWatermark(); hwm != 9 {
 		t.Fatalf("hwm %d, want 9: refused batches must not be written", hwm)

@@ -3,9 +3,7 @@ package broker
 import (
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 
 	"github.com/weir-broker/weir/raft/controller"
 )
@@ -44,7 +42,7 @@ func (b *Broker) reconcile(v *controller.View) {
 				}
 			}
 		}
-		b.openAssigned(t, ct)
+		b.openAssigned(t, ct, v)
 	}
 	for id, t := range b.byID {
 		if !wanted[id] {
@@ -54,6 +52,7 @@ func (b *Broker) reconcile(v *controller.View) {
 				if p != nil {
 					p.markDeleted()
 					p.close()
+					b.removeReplicaFiles(p)
 				}
 			}
 			removed = append(removed, t)
@@ -67,8 +66,8 @@ func (b *Broker) reconcile(v *controller.View) {
 		if err := os.RemoveAll(b.topicDir(t.Name, t.ID)); err != nil {
 			b.logger.Warn("removing deleted topic's files", "topic", t.Name, "err", err)
 		}
-		if b.groups != nil {
-			b.groups.TopicDeleted(t.Name)
+		if c := b.groups.Load(); c != nil {
+			c.TopicDeleted(t.Name)
 		}
 	}
 	b.ctrl.markReconciled(v.Index())
@@ -77,20 +76,18 @@ func (b *Broker) reconcile(v *controller.View) {
 // openAssigned opens the partitions of ct this node holds a replica of
 // that are not open yet; b.mu is held. A partition hosted elsewhere stays
 // nil in the table.
-func (b *Broker) openAssigned(t *Topic, ct *controller.Topic) {
+func (b *Broker) openAssigned(t *Topic, ct *controller.Topic, v *controller.View) {
 	have := t.partitions()
 	if len(have) >= len(ct.Partitions) {
 		return
 	}
 	parts := append([]*Partition(nil), have...)
-	cfg := b.logConfigFor(t)
 	for i := len(parts); i < len(ct.Partitions); i++ {
 		var p *Partition
 		if slices.Contains(ct.Partitions[i].Replicas, b.node.NodeID) {
-			dir := filepath.Join(b.topicDir(t.Name, t.ID), strconv.Itoa(i))
 			var err error
-			if p, err = openPartition(t, int32(i), dir, cfg); err != nil {
-				b.logger.Error("opening partition", "topic", t.Name, "partition", i, "err", err)
+			if p, err = b.openReplica(t, int32(i), ct.Partitions[i], v); err != nil {
+				b.logger.Error("opening partition replica", "topic", t.Name, "partition", i, "err", err)
 				p = nil
 			}
 		}

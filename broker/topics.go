@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -162,8 +163,42 @@ func (b *Broker) CreateTopic(req CreateTopicRequest) (*Topic, error) {
 	if t == nil {
 		return nil, fmt.Errorf("%w: topic %s was created but is not served here", kerr.KafkaStorageError, req.Name)
 	}
+	b.awaitLeaders(t)
 	b.logger.Info("created topic", "topic", t.Name, "id", t.ID.String(), "partitions", req.Partitions)
 	return t, nil
+}
+
+// leaderWait bounds how long topic creation waits for its partitions'
+// groups to elect leaders, so that clients producing right after
+// CreateTopics find them; creation succeeds either way.
+const leaderWait = 10 * time.Second
+
+// awaitLeaders waits until the controller knows a leader for every
+// partition of t, or leaderWait passes.
+func (b *Broker) awaitLeaders(t *Topic) {
+	deadline := time.Now().Add(leaderWait)
+	for time.Now().Before(deadline) {
+		ct := b.ctrl.state.View().TopicByID(controller.TopicID(t.ID))
+		if ct == nil {
+			return
+		}
+		elected := true
+		for _, p := range ct.Partitions {
+			if p.LeaderTerm == 0 {
+				elected = false
+				break
+			}
+		}
+		if elected {
+			return
+		}
+		select {
+		case <-b.stop:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	b.logger.Warn("partitions still without an elected leader", "topic", t.Name, "waited", leaderWait)
 }
 
 // detachedTopic describes a topic that does not exist here (validate-only
@@ -248,8 +283,11 @@ func (b *Broker) CreatePartitions(name string, total int32, validateOnly bool) e
 		_, err := b.check(cmd)
 		return err
 	}
-	_, err := b.propose(cmd)
-	return err
+	if _, err := b.propose(cmd); err != nil {
+		return err
+	}
+	b.awaitLeaders(t)
+	return nil
 }
 
 // TopicConfig returns a topic's effective configs.

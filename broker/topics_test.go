@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -86,17 +87,17 @@ func TestCreateTopicValidation(t *testing.T) {
 func TestProduceValidation(t *testing.T) {
 	b := openTestBroker(t, t.TempDir())
 	mustCreate(t, b, "v", 1, map[string]string{"max.message.bytes": "2000"})
-	_, err := b.Produce("missing", 0, logtest.Batch{}.Encode(), ProduceOptions{AllowZstd: true})
+	_, err := b.Produce(context.Background(), "missing", 0, logtest.Batch{}.Encode(), ProduceOptions{AllowZstd: true})
 	wantCode(t, err, kerr.UnknownTopicOrPartition)
-	_, err = b.Produce("v", 3, logtest.Batch{}.Encode(), ProduceOptions{AllowZstd: true})
+	_, err = b.Produce(context.Background(), "v", 3, logtest.Batch{}.Encode(), ProduceOptions{AllowZstd: true})
 	wantCode(t, err, kerr.UnknownTopicOrPartition)
-	_, err = b.Produce("v", 0, logtest.Batch{Records: 1, ValueSize: 5000}.Encode(), ProduceOptions{AllowZstd: true})
+	_, err = b.Produce(context.Background(), "v", 0, logtest.Batch{Records: 1, ValueSize: 5000}.Encode(), ProduceOptions{AllowZstd: true})
 	wantCode(t, err, kerr.MessageTooLarge)
 	corrupt := logtest.Batch{Records: 2}.Encode()
 	corrupt[len(corrupt)-1] ^= 0xff
-	_, err = b.Produce("v", 0, corrupt, ProduceOptions{})
+	_, err = b.Produce(context.Background(), "v", 0, corrupt, ProduceOptions{})
 	wantCode(t, err, kerr.CorruptMessage)
-	_, err = b.Produce("v", 0, []byte{1, 2, 3}, ProduceOptions{})
+	_, err = b.Produce(context.Background(), "v", 0, []byte{1, 2, 3}, ProduceOptions{})
 	wantCode(t, err, kerr.CorruptMessage)
 	if hwm := b.Topic("v").Partition(0).HighWatermark(); hwm != 0 {
 		t.Fatalf("refused produce wrote data: hwm %d", hwm)
@@ -105,7 +106,7 @@ func TestProduceValidation(t *testing.T) {
 
 func TestAutoCreate(t *testing.T) {
 	b := openTestBroker(t, t.TempDir())
-	_, err := b.Produce("auto", 0, logtest.Batch{}.Encode(), ProduceOptions{AllowZstd: true})
+	_, err := b.Produce(context.Background(), "auto", 0, logtest.Batch{}.Encode(), ProduceOptions{AllowZstd: true})
 	wantCode(t, err, kerr.UnknownTopicOrPartition)
 	if err := b.SetClusterProperty("auto_create_topics_enabled", "true"); err != nil {
 		t.Fatal(err)
@@ -113,7 +114,7 @@ func TestAutoCreate(t *testing.T) {
 	if err := b.SetClusterProperty("default_topic_partitions", "3"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Produce("auto", 2, logtest.Batch{}.Encode(), ProduceOptions{AllowZstd: true}); err != nil {
+	if _, err := b.Produce(context.Background(), "auto", 2, logtest.Batch{}.Encode(), ProduceOptions{AllowZstd: true}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(b.Topic("auto").Partitions()); n != 3 {
@@ -126,14 +127,14 @@ func TestLogAppendTimeTopic(t *testing.T) {
 	now := time.UnixMilli(1_800_000_000_000)
 	b.now = func() time.Time { return now }
 	mustCreate(t, b, "lat", 1, map[string]string{"message.timestamp.type": "LogAppendTime"})
-	res, err := b.Produce("lat", 0, logtest.Batch{Records: 2, Timestamp: 5}.Encode(), ProduceOptions{AllowZstd: true})
+	res, err := b.Produce(context.Background(), "lat", 0, logtest.Batch{Records: 2, Timestamp: 5}.Encode(), ProduceOptions{AllowZstd: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.LogAppendTime != now.UnixMilli() {
 		t.Fatalf("log append time %d, want %d", res.LogAppendTime, now.UnixMilli())
 	}
-	off, ts, err := b.ListOffset(b.Topic("lat").Partition(0), TimestampMax, ReadUncommitted)
+	off, ts, _, err := b.ListOffset(b.Topic("lat").Partition(0), TimestampMax, ReadUncommitted)
 	if err != nil || ts != now.UnixMilli() || off != 0 {
 		t.Fatalf("max timestamp: offset %d ts %d err %v", off, ts, err)
 	}
@@ -147,19 +148,19 @@ func TestDeleteRecordsAndListOffsets(t *testing.T) {
 		produceBatch(t, b, "dr", 0, logtest.Batch{Records: 5, Timestamp: int64(1000 * (i + 1))})
 	}
 	p := tp.Partition(0)
-	if off, _, _ := b.ListOffset(p, 2500, ReadUncommitted); off != 10 {
+	if off, _, _, _ := b.ListOffset(p, 2500, ReadUncommitted); off != 10 {
 		t.Fatalf("offset for timestamp 2500: %d, want 10 (first record at or after)", off)
 	}
-	if off, _, _ := b.ListOffset(p, 99999, ReadUncommitted); off != -1 {
+	if off, _, _, _ := b.ListOffset(p, 99999, ReadUncommitted); off != -1 {
 		t.Fatalf("offset for a future timestamp: %d, want -1", off)
 	}
-	low, err := b.DeleteRecords(p, 12)
+	low, err := b.DeleteRecords(context.Background(), p, 12)
 	if err != nil || low != 12 {
 		t.Fatalf("delete records: low %d err %v", low, err)
 	}
-	_, err = b.DeleteRecords(p, 21)
+	_, err = b.DeleteRecords(context.Background(), p, 21)
 	wantCode(t, err, kerr.OffsetOutOfRange)
-	if off, _, _ := b.ListOffset(p, TimestampEarliest, ReadUncommitted); off != 12 {
+	if off, _, _, _ := b.ListOffset(p, TimestampEarliest, ReadUncommitted); off != 12 {
 		t.Fatalf("earliest after delete: %d", off)
 	}
 	out := make([]FetchResult, 1)
@@ -220,11 +221,11 @@ func TestProducedBatchRules(t *testing.T) {
 	b := openTestBroker(t, t.TempDir())
 	mustCreate(t, b, "rules", 1, nil)
 	two := logtest.Concat(logtest.Batch{}.Encode(), logtest.Batch{}.Encode())
-	_, err := b.Produce("rules", 0, two, ProduceOptions{AllowZstd: true})
+	_, err := b.Produce(context.Background(), "rules", 0, two, ProduceOptions{AllowZstd: true})
 	wantCode(t, err, kerr.InvalidRecord)
 
 	noSeq := logtest.Batch{Idempotent: true, ProducerID: 5, BaseSequence: -1}.Encode()
-	_, err = b.Produce("rules", 0, noSeq, ProduceOptions{AllowZstd: true})
+	_, err = b.Produce(context.Background(), "rules", 0, noSeq, ProduceOptions{AllowZstd: true})
 	wantCode(t, err, kerr.InvalidRecord)
 
 	if hwm := b.Topic("rules").Partition(0).HighWatermark(); hwm != 0 {
@@ -242,7 +243,7 @@ func TestProduceSeesConfigChanges(t *testing.T) {
 	if err := b.AlterTopicConfig("limits", []ConfigOp{{Name: "max.message.bytes", Value: "2000"}}, false); err != nil {
 		t.Fatal(err)
 	}
-	_, err := b.Produce("limits", 0, batch.Encode(), ProduceOptions{})
+	_, err := b.Produce(context.Background(), "limits", 0, batch.Encode(), ProduceOptions{})
 	wantCode(t, err, kerr.MessageTooLarge)
 	if err := b.AlterTopicConfig("limits", []ConfigOp{{Name: "max.message.bytes", Op: 1}}, false); err != nil {
 		t.Fatal(err)
@@ -251,7 +252,7 @@ func TestProduceSeesConfigChanges(t *testing.T) {
 	if err := b.SetClusterProperty("kafka_batch_max_bytes", "2048"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.Produce("limits", 0, batch.Encode(), ProduceOptions{})
+	_, err = b.Produce(context.Background(), "limits", 0, batch.Encode(), ProduceOptions{})
 	wantCode(t, err, kerr.MessageTooLarge)
 }
 

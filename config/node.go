@@ -35,6 +35,16 @@ type Node struct {
 	// allocated for it.
 	MaxRequestBytes int32 `koanf:"max_request_bytes"`
 
+	// RaftSnapshotEntries: a partition's Raft group snapshots (fsyncs
+	// its log and writes a checkpoint) once this many entries arrived
+	// since the last snapshot, and RaftTrailingEntries are kept in the
+	// Raft log behind it for followers that lag a little. A follower
+	// further behind installs a snapshot and copies the records it lacks
+	// from the leader's log. Together they bound the Raft log's disk use
+	// per partition: each entry is one produced batch.
+	RaftSnapshotEntries uint64 `koanf:"raft_snapshot_entries"`
+	RaftTrailingEntries uint64 `koanf:"raft_trailing_entries"`
+
 	// Cluster holds initial values of cluster properties, applied when
 	// the cluster is first created on this node's data directory.
 	Cluster map[string]string `koanf:"cluster"`
@@ -53,6 +63,8 @@ func DefaultNode() map[string]any {
 		"seeds":                 "",
 		"log_level":             "info",
 		"max_request_bytes":     100 << 20,
+		"raft_snapshot_entries": 1024,
+		"raft_trailing_entries": 512,
 	}
 }
 
@@ -189,6 +201,9 @@ func (n Node) Validate() error {
 	var errs []error
 	if n.NodeID < 0 {
 		errs = append(errs, fmt.Errorf("node_id %d: must be >= 0", n.NodeID))
+	}
+	if n.RaftSnapshotEntries < 1 || n.RaftTrailingEntries < 1 {
+		errs = append(errs, fmt.Errorf("raft_snapshot_entries %d and raft_trailing_entries %d: must be >= 1", n.RaftSnapshotEntries, n.RaftTrailingEntries))
 	}
 	if n.DataDir == "" {
 		errs = append(errs, errors.New("data_dir: must not be empty"))

@@ -114,6 +114,10 @@ func NewRegistry() *Registry {
 			Description: "A partition of __consumer_offsets larger than this (and than twice its size after the last compaction) is compacted: live state rewritten, older records dropped."},
 		{Name: "group_topic_partitions", Kind: KindInt, Default: "16", Min: 1, Max: 1000, NeedsRestart: true,
 			Description: "Partitions of __consumer_offsets, fixed when the topic is created."},
+		{Name: "replica_lag_time_max_ms", Kind: KindInt, Default: "10000", Min: 100, Max: 1 << 31,
+			Description: "A follower that has not caught up with its partition leader's log end for this long leaves the in-sync replicas (Kafka's replica.lag.time.max.ms)."},
+		{Name: "enable_leader_balancer", Kind: KindBool, Default: "true",
+			Description: "Move each partition's leadership back to its preferred replica (the first of its replicas) once that replica is in sync again."},
 		{Name: "disable_metrics", Kind: KindBool, Default: "false", NeedsRestart: true,
 			Description: "Do not serve Prometheus metrics."},
 	} {

@@ -56,6 +56,7 @@ func (s *Server) newAPITable() apiTable {
 		{key: 20, name: "DeleteTopics", min: 1, max: 6, handle: s.handleDeleteTopics},
 		{key: 21, name: "DeleteRecords", min: 0, max: 2, handle: s.handleDeleteRecords},
 		{key: 22, name: "InitProducerId", min: 0, max: 5, handle: s.handleInitProducerID},
+		{key: 23, name: "OffsetForLeaderEpoch", min: 2, max: 4, handle: s.handleOffsetForLeaderEpoch},
 		{key: 32, name: "DescribeConfigs", min: 1, max: 4, handle: s.handleDescribeConfigs},
 		{key: 33, name: "AlterConfigs", min: 0, max: 2, handle: s.handleAlterConfigs},
 		{key: 37, name: "CreatePartitions", min: 0, max: 3, handle: s.handleCreatePartitions},

@@ -39,7 +39,7 @@ func BenchmarkFetchRequest(b *testing.B) {
 		b.Fatal(err)
 	}
 	for i := 0; i < 128; i++ {
-		if _, err := br.Produce("bench", 0, logtest.Batch{Records: 16, ValueSize: 1000}.Encode(), broker.ProduceOptions{AllowZstd: true}); err != nil {
+		if _, err := br.Produce(context.Background(), "bench", 0, logtest.Batch{Records: 16, ValueSize: 1000}.Encode(), broker.ProduceOptions{AllowZstd: true}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -8,9 +8,15 @@ package kafka
 //     segments below it are removed; consumers can no longer read below
 //     it (OFFSET_OUT_OF_RANGE) and ListOffsets earliest returns it.
 //   - An offset above the high watermark is OFFSET_OUT_OF_RANGE; unknown
-//     partitions UNKNOWN_TOPIC_OR_PARTITION.
+//     partitions UNKNOWN_TOPIC_OR_PARTITION. The deletion goes through the
+//     partition's Raft group, so every replica applies it; only the
+//     leader takes it (NOT_LEADER_OR_FOLLOWER) and the request's timeout
+//     bounds the wait.
 
 import (
+	"context"
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -18,6 +24,12 @@ import (
 func (s *Server) handleDeleteRecords(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+	if timeout <= 0 {
+		timeout = defaultProduceTimeout
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, timeout)
+	defer cancel()
 	for _, rt := range req.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
@@ -27,10 +39,10 @@ func (s *Server) handleDeleteRecords(c *clientConn, kreq kmsg.Request) (kmsg.Res
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
 			if t == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			} else if p, err := t.LocalPartition(rp.Partition); err != nil {
+			} else if p, err := t.LeaderPartition(rp.Partition, -1); err != nil {
 				sp.ErrorCode = errorCode(err)
 			} else {
-				low, err := s.broker.DeleteRecords(p, rp.Offset)
+				low, err := s.broker.DeleteRecords(ctx, p, rp.Offset)
 				sp.ErrorCode, sp.LowWatermark = errorCode(err), low
 			}
 			st.Partitions = append(st.Partitions, sp)

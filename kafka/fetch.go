@@ -23,7 +23,9 @@ package kafka
 //     0, every request treated as full, which Kafka itself does when its
 //     session cache is full. An incremental request for a session weir
 //     never created gets FETCH_SESSION_ID_NOT_FOUND.
-//   - No preferred read replica (-1): there are no followers yet.
+//   - Only the partition leader serves consumer fetches; other replicas
+//     answer NOT_LEADER_OR_FOLLOWER, naming the leader from v16
+//     (KIP-951). No preferred read replica (-1) yet.
 
 import (
 	"time"
@@ -63,6 +65,9 @@ func (s *Server) handleFetch(c *clientConn, kreq kmsg.Request) (kmsg.Response, e
 			*sp = kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rt.Partitions[pi].Partition
 			sp.ErrorCode = errorCode(r.Err)
+			if req.Version >= 16 && sp.ErrorCode == kerr.NotLeaderForPartition.Code {
+				s.fetchLeaderHint(plan.req.Partitions[i].Topic, sp, resp)
+			}
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = r.HighWatermark, r.LastStableOffset, r.LogStartOffset
 			sp.PreferredReadReplica = -1
 			// Empty, never null: librdkafka rejects a null record set
@@ -78,6 +83,26 @@ func (s *Server) handleFetch(c *clientConn, kreq kmsg.Request) (kmsg.Response, e
 	// drop the references so the scratch space does not pin them.
 	clear(plan.results)
 	return resp, nil
+}
+
+// fetchLeaderHint names the partition's leader in a NOT_LEADER_OR_FOLLOWER
+// answer (KIP-951, v16+) so the consumer moves without a metadata round
+// trip.
+func (s *Server) fetchLeaderHint(t *broker.Topic, sp *kmsg.FetchResponseTopicPartition, resp *kmsg.FetchResponse) {
+	if t == nil {
+		return
+	}
+	leader, epoch, ok := s.broker.LeaderHint(t, sp.Partition)
+	if !ok {
+		return
+	}
+	sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = leader.NodeID, epoch
+	for _, b := range resp.Brokers {
+		if b.NodeID == leader.NodeID {
+			return
+		}
+	}
+	resp.Brokers = append(resp.Brokers, kmsg.FetchResponseBroker{NodeID: leader.NodeID, Host: leader.Host, Port: leader.Port, Rack: rackPtr(leader.Rack)})
 }
 
 // fetchScratch is a connection's reusable fetch plan: one fetch at a time
@@ -106,9 +131,13 @@ func (c *clientConn) fetchPlan(req *kmsg.FetchRequest) *fetchScratch {
 			t, unknown = b.Topic(rt.Topic), kerr.UnknownTopicOrPartition
 		}
 		for _, rp := range rt.Partitions {
+			epoch := rp.CurrentLeaderEpoch
+			if req.Version < 9 {
+				epoch = -1
+			}
 			p.req.Partitions = append(p.req.Partitions, broker.FetchPartition{
 				Topic: t, UnknownErr: unknown, Partition: rp.Partition, Offset: rp.FetchOffset,
-				MaxBytes: rp.PartitionMaxBytes, LeaderEpoch: rp.CurrentLeaderEpoch,
+				MaxBytes: rp.PartitionMaxBytes, LeaderEpoch: epoch,
 			})
 		}
 	}

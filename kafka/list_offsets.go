@@ -10,8 +10,11 @@ package kafka
 //     timestamp.
 //   - Any other timestamp: the first record whose timestamp is at or after
 //     it; none gives offset -1 and timestamp -1, as Kafka does.
-//   - Leader epoch in the response is 0; a current_leader_epoch (v4+)
-//     newer than 0 is UNKNOWN_LEADER_EPOCH.
+//   - Answered by the partition leader only (else NOT_LEADER_OR_FOLLOWER).
+//     The response's leader epoch (v4+) is the epoch of the batch holding
+//     the offset found, or the latest epoch for latest/earliest; a
+//     current_leader_epoch (v4+) newer than the leader's is
+//     UNKNOWN_LEADER_EPOCH, older FENCED_LEADER_EPOCH.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -36,17 +39,17 @@ func (s *Server) handleListOffsets(c *clientConn, kreq kmsg.Request) (kmsg.Respo
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				continue
 			}
-			p, err := t.LocalPartition(rp.Partition)
+			epoch := rp.CurrentLeaderEpoch
+			if req.Version < 4 {
+				epoch = -1
+			}
+			p, err := t.LeaderPartition(rp.Partition, epoch)
 			if err != nil {
 				sp.ErrorCode = errorCode(err)
 				continue
 			}
-			if rp.CurrentLeaderEpoch > 0 {
-				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
-				continue
-			}
-			off, ts, err := s.broker.ListOffset(p, rp.Timestamp, req.IsolationLevel)
-			sp.ErrorCode, sp.Offset, sp.Timestamp = errorCode(err), off, ts
+			off, ts, leaderEpoch, err := s.broker.ListOffset(p, rp.Timestamp, req.IsolationLevel)
+			sp.ErrorCode, sp.Offset, sp.Timestamp, sp.LeaderEpoch = errorCode(err), off, ts, leaderEpoch
 		}
 	}
 	return resp, nil

@@ -6,8 +6,15 @@ package kafka
 //   - v0-v2 are advertised (older librdkafka decides whether to compress
 //     from them, as with Kafka 4) but refused: every partition gets
 //     UNSUPPORTED_VERSION, since they carry pre-v2 message sets.
-//   - acks must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS). On a single
-//     node all three append before answering; acks=0 sends no response.
+//   - acks must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS). acks=-1 and
+//     acks=1 both answer once the batch is committed by the partition's
+//     Raft group (on a majority of replicas' disks) and applied on the
+//     leader; acks=0 sends no response. The request's timeout bounds the
+//     wait (REQUEST_TIMED_OUT). Partitions of one request are replicated
+//     concurrently.
+//   - A broker that does not lead a partition answers
+//     NOT_LEADER_OR_FOLLOWER, and from v10 names the leader it knows
+//     (KIP-951: current_leader and node_endpoints).
 //   - Per partition: unknown topic UNKNOWN_TOPIC_OR_PARTITION (or, v13+,
 //     UNKNOWN_TOPIC_ID; auto-created when the cluster allows it), a
 //     malformed batch CORRUPT_MESSAGE, a batch above max.message.bytes
@@ -21,6 +28,10 @@ package kafka
 //     UNSUPPORTED_COMPRESSION_TYPE.
 
 import (
+	"context"
+	"sync"
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -41,6 +52,7 @@ func (s *Server) handleProduce(c *clientConn, kreq kmsg.Request) (kmsg.Response,
 	}
 	opts := broker.ProduceOptions{AllowZstd: req.Version >= 7}
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	var jobs []produceJob
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		st := &resp.Topics[i]
@@ -55,28 +67,98 @@ func (s *Server) handleProduce(c *clientConn, kreq kmsg.Request) (kmsg.Response,
 		}
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		for j := range rt.Partitions {
-			rp := &rt.Partitions[j]
 			sp := &st.Partitions[j]
 			*sp = kmsg.NewProduceResponseTopicPartition()
-			sp.Partition = rp.Partition
-			err := topicErr
-			var res broker.AppendResult
-			if err == nil {
-				res, err = s.broker.Produce(name, rp.Partition, rp.Records, opts)
-			}
-			if err != nil {
-				sp.ErrorCode, sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = errorCode(err), -1, -1, -1
-				if req.Version >= 8 {
-					sp.ErrorMessage = errorMessage(err)
-				}
-				c.logger.Debug("produce refused", "topic", name, "partition", rp.Partition, "err", err)
+			sp.Partition = rt.Partitions[j].Partition
+			if topicErr != nil {
+				s.produceFailed(c, req, name, sp, topicErr)
 				continue
 			}
-			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+			jobs = append(jobs, produceJob{name: name, req: &rt.Partitions[j], resp: sp})
 		}
+	}
+	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+	if timeout <= 0 {
+		timeout = defaultProduceTimeout
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, timeout)
+	defer cancel()
+	if len(jobs) == 1 {
+		s.produceOne(ctx, c, req, jobs[0], opts)
+	} else {
+		var wg sync.WaitGroup
+		for _, j := range jobs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.produceOne(ctx, c, req, j, opts)
+			}()
+		}
+		wg.Wait()
+	}
+	if req.Version >= 10 {
+		s.addLeaderEndpoints(resp)
 	}
 	if req.Acks == 0 {
 		return nil, nil
 	}
 	return resp, nil
+}
+
+// defaultProduceTimeout bounds a request that gives no timeout.
+const defaultProduceTimeout = 30 * time.Second
+
+// produceJob is one partition of a produce request.
+type produceJob struct {
+	name string
+	req  *kmsg.ProduceRequestTopicPartition
+	resp *kmsg.ProduceResponseTopicPartition
+}
+
+func (s *Server) produceOne(ctx context.Context, c *clientConn, req *kmsg.ProduceRequest, j produceJob, opts broker.ProduceOptions) {
+	res, err := s.broker.Produce(ctx, j.name, j.req.Partition, j.req.Records, opts)
+	if err != nil {
+		s.produceFailed(c, req, j.name, j.resp, err)
+		return
+	}
+	j.resp.BaseOffset, j.resp.LogAppendTime, j.resp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+}
+
+func (s *Server) produceFailed(c *clientConn, req *kmsg.ProduceRequest, topic string, sp *kmsg.ProduceResponseTopicPartition, err error) {
+	sp.ErrorCode, sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = errorCode(err), -1, -1, -1
+	if req.Version >= 8 {
+		sp.ErrorMessage = errorMessage(err)
+	}
+	if req.Version >= 10 && sp.ErrorCode == kerr.NotLeaderForPartition.Code {
+		if t := s.broker.Topic(topic); t != nil {
+			if leader, epoch, ok := s.broker.LeaderHint(t, sp.Partition); ok {
+				sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = leader.NodeID, epoch
+			}
+		}
+	}
+	c.logger.Debug("produce refused", "topic", topic, "partition", sp.Partition, "err", err)
+}
+
+// addLeaderEndpoints lists the brokers named as new leaders (KIP-951).
+func (s *Server) addLeaderEndpoints(resp *kmsg.ProduceResponse) {
+	seen := map[int32]bool{}
+	for _, st := range resp.Topics {
+		for _, sp := range st.Partitions {
+			id := sp.CurrentLeader.LeaderID
+			if id < 0 || seen[id] {
+				continue
+			}
+			seen[id] = true
+			if info, ok := s.broker.Broker(id); ok {
+				resp.Brokers = append(resp.Brokers, kmsg.ProduceResponseBroker{NodeID: info.NodeID, Host: info.Host, Port: info.Port, Rack: rackPtr(info.Rack)})
+			}
+		}
+	}
+}
+
+func rackPtr(rack string) *string {
+	if rack == "" {
+		return nil
+	}
+	return &rack
 }

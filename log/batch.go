@@ -20,6 +20,10 @@ var (
 	// once fsync has failed the page cache state is unknown, so the only
 	// safe continuation is to reopen (and recover) the log.
 	ErrLogFailed = errors.New("log: storage failed, reopen required")
+	// ErrOffsetMismatch is returned by AppendReplicated when the batches
+	// do not start at the log end offset or leave a gap or overlap between
+	// each other. The log is unchanged.
+	ErrOffsetMismatch = errors.New("log: replicated batches do not continue the log")
 )
 
 // crcTable is the CRC-32C (Castagnoli) table used by RecordBatch v2.

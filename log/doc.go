@@ -7,8 +7,12 @@
 // One Log per partition directory. The package assigns offsets, stamps the
 // leader epoch and LogAppendTime into batches, stores batches byte for byte
 // as consumers will receive them, and serves reads of whole batches. It
-// knows nothing about replication, high watermarks (callers pass upTo),
-// producer state or transactions beyond exposing batch headers (Batches).
+// knows nothing about replication protocols, high watermarks (callers pass
+// upTo), producer state or transactions beyond exposing batch headers
+// (Batches). It offers the primitives a replicated partition needs:
+// AppendReplicated stores batches that already carry their offsets (copied
+// from another replica) unchanged, TruncateTo drops a tail back to a batch
+// boundary, and Reset discards everything and restarts at any offset.
 //
 // # On-disk layout
 //
@@ -19,7 +23,9 @@
 //	  00000000000000001234.log        next segment, first offset 1234
 //	  ...
 //	  recovery-point                  "0\n<offset>\n": fsynced up to here
-//	  log-start-offset                "0\n<offset>\n": DeleteRecords/retention
+//	  log-start-offset                "0\n<offset>\n": DeleteRecords/retention/Reset
+//	  reset-to                        "0\n<offset>\n": only during Reset
+//	  *.deleted                       segments that left the log, still read
 //
 // A .log file is a plain concatenation of RecordBatch v2 (see batch.go for
 // the 61-byte header drawing); no framing is added, so a read is a single
@@ -37,12 +43,31 @@
 // failure is sticky (ErrLogFailed): the page cache can no longer be trusted
 // and the log must be reopened.
 //
+// Every multi-step change orders its disk writes around one commit point,
+// so that Open after a crash at any moment finds the old or the new log:
+//
+//   - DeleteRecordsBefore/retention persist log-start-offset first; Open
+//     deletes files below it.
+//   - TruncateTo commits with the fsynced truncation of the segment holding
+//     the new end (or, at a segment base, the durable rename of the segment
+//     starting there); Open drops later segments because they no longer
+//     continue the log. It fsyncs before returning, so truncated batches
+//     never come back.
+//   - Reset commits with the reset-to file; Open finishes an interrupted
+//     reset. The file goes only after the new segment and the checkpoints
+//     are durable.
+//
+// Segments leave the log by being renamed to *.deleted (unlinked when the
+// last reader releases them; Open removes leftovers), so a base offset can
+// be reused at once and a stale file is never taken for a live segment.
+//
 // # Concurrency and lock order
 //
 //	Log.appendMu  ->  Log.mu
 //
-// appendMu serializes all mutations (Append, roll, retention,
-// DeleteRecordsBefore, Sync, Close) and is held across file I/O. mu is an
+// appendMu serializes all mutations (Append, AppendReplicated, roll,
+// retention, DeleteRecordsBefore, TruncateTo, Reset, Sync, Close) and is
+// held across file I/O. mu is an
 // RWMutex over the segment list, offsets, sizes and each segment's
 // published fields (size, end offset, index entries); it is held only for
 // in-memory work, never across I/O, and never while acquiring appendMu.
@@ -54,4 +79,11 @@
 // it from the list and drops the log's own reference; the files are closed
 // and unlinked when the last reader releases it. A read that still fails on
 // a deleted segment reports ErrOffsetOutOfRange.
+//
+// TruncateTo and Reset are the only operations that change or drop bytes a
+// reader may have pinned. They bump the segment's generation under mu
+// before touching the file; a reader compares it after its I/O and starts
+// over (Read, timestamp lookups) or fails with ErrOffsetOutOfRange
+// (Batches, which has already called back), so no reader returns a mix of
+// discarded and new bytes.
 package log

@@ -4,6 +4,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 )
 
 // File is the subset of *os.File the log uses. Keeping it this small lets
@@ -85,6 +86,15 @@ func writeFileAtomic(fsys FS, dir, name string, data []byte) error {
 		return err
 	}
 	if err := fsys.Rename(tmp, name); err != nil {
+		return err
+	}
+	return syncDir(fsys, dir)
+}
+
+// removeFileDurably unlinks name (a missing file is fine) and fsyncs dir so
+// the removal survives a crash.
+func removeFileDurably(fsys FS, dir, name string) error {
+	if err := fsys.Remove(filepath.Join(dir, name)); err != nil && !os.IsNotExist(err) {
 		return err
 	}
 	return syncDir(fsys, dir)

@@ -83,8 +83,9 @@ type Log struct {
 	dir  string
 	fsys FS
 
-	// appendMu serializes every mutation: Append, roll, retention,
-	// DeleteRecordsBefore, Sync and Close. It is held across file I/O.
+	// appendMu serializes every mutation: Append, AppendReplicated, roll,
+	// retention, DeleteRecordsBefore, TruncateTo, Reset, Sync and Close.
+	// It is held across file I/O.
 	appendMu sync.Mutex
 
 	// mu guards the fields below and every segment's published fields.
@@ -204,19 +205,52 @@ func (l *Log) Append(records []byte, opts AppendOptions) (AppendResult, error) {
 // produce path validates before its idempotence checks and so would
 // otherwise compute every batch's CRC twice.
 func (l *Log) AppendValidated(records []byte, hs []BatchHeader, opts AppendOptions) (AppendResult, error) {
+	return l.appendBatches(records, hs, true, opts)
+}
+
+// AppendReplicated appends batches copied byte for byte from another
+// replica's log: they already carry their offsets, leader epochs,
+// timestamps and CRCs, and are stored unchanged (records is not modified).
+// The batches must be valid (ValidateBatches), the first must start at
+// EndOffset and each next one right after the previous one's last offset;
+// otherwise nothing is written and the error wraps ErrCorruptBatch or
+// ErrOffsetMismatch. Segments roll and indexes grow exactly as for Append.
+// LogAppendTime in the result is the first batch's maxTimestamp if that
+// batch is LogAppendTime-stamped, else -1.
+func (l *Log) AppendReplicated(records []byte) (AppendResult, error) {
+	hs, err := ValidateBatches(records)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	for i := 1; i < len(hs); i++ {
+		if want := hs[i-1].LastOffset() + 1; hs[i].BaseOffset != want {
+			return AppendResult{}, fmt.Errorf("%w: batch %d starts at offset %d, want %d", ErrOffsetMismatch, i, hs[i].BaseOffset, want)
+		}
+	}
+	return l.appendBatches(records, hs, false, AppendOptions{})
+}
+
+// appendBatches is the write path of AppendValidated (stamp set: assign
+// offsets from the log end and stamp opts into the caller's buffer) and
+// AppendReplicated (stamp unset: the batches must already start at the log
+// end and are written as they are).
+func (l *Log) appendBatches(records []byte, hs []BatchHeader, stamp bool, opts AppendOptions) (AppendResult, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	cfg, err := l.writable()
 	if err != nil {
 		return AppendResult{}, err
 	}
+	// The writer is the only mutator, so reading segs/end without mu is safe.
+	seg, next := l.active(), l.end
+	if !stamp && len(hs) > 0 && hs[0].BaseOffset != next {
+		return AppendResult{}, fmt.Errorf("%w: replicated batches start at offset %d, log end is %d", ErrOffsetMismatch, hs[0].BaseOffset, next)
+	}
 	nowMs := cfg.Now().UnixMilli()
 	var count int64
 	for _, h := range hs {
 		count += int64(h.LastOffsetDelta) + 1
 	}
-	// The writer is the only mutator, so reading segs/end without mu is safe.
-	seg, next := l.active(), l.end
 	if l.shouldRoll(seg, cfg, int64(len(records)), next+count-1, nowMs) {
 		if seg, err = l.roll(cfg.IndexIntervalBytes); err != nil {
 			return AppendResult{}, err
@@ -226,10 +260,12 @@ func (l *Log) AppendValidated(records []byte, hs []BatchHeader, opts AppendOptio
 	x := seg.newIndexer(cfg.IndexIntervalBytes)
 	off, pos := next, 0
 	for _, h := range hs {
-		rewriteBatch(records[pos:pos+h.Size()], off, opts.LeaderEpoch, opts.LogAppendTime)
-		h.BaseOffset = off
-		if opts.LogAppendTime > 0 {
-			h.MaxTimestamp = opts.LogAppendTime
+		if stamp {
+			rewriteBatch(records[pos:pos+h.Size()], off, opts.LeaderEpoch, opts.LogAppendTime)
+			h.BaseOffset = off
+			if opts.LogAppendTime > 0 {
+				h.MaxTimestamp = opts.LogAppendTime
+			}
 		}
 		x.add(h, seg.size+int64(pos))
 		off += int64(h.LastOffsetDelta) + 1
@@ -256,8 +292,11 @@ func (l *Log) AppendValidated(records []byte, hs []BatchHeader, opts AppendOptio
 	l.mu.Unlock()
 
 	res := AppendResult{BaseOffset: next, LastOffset: off - 1, LogAppendTime: -1, LogStartOffset: start}
-	if opts.LogAppendTime > 0 {
+	switch {
+	case stamp && opts.LogAppendTime > 0:
 		res.LogAppendTime = opts.LogAppendTime
+	case !stamp && len(hs) > 0 && hs[0].IsLogAppendTime():
+		res.LogAppendTime = hs[0].MaxTimestamp
 	}
 	return res, nil
 }

@@ -41,10 +41,35 @@ func readErr(s *segment, err error) error {
 	return fmt.Errorf("log: read segment %d: %w", s.base, err)
 }
 
+// maxReadAttempts bounds how often a reader starts over because TruncateTo
+// or Reset changed what it had pinned (see segment.gen). Each retry needs
+// another truncation or reset to land during the read, so running out is
+// practically impossible; it is reported as ErrOffsetOutOfRange.
+const maxReadAttempts = 8
+
+// errStale is returned internally when a pinned segment was truncated or
+// dropped during the read.
+var errStale = errors.New("log: segment changed during read")
+
+func staleErr(what string, offset int64) error {
+	return fmt.Errorf("%w: %s at offset %d: log truncated or reset meanwhile", ErrOffsetOutOfRange, what, offset)
+}
+
 // Read returns whole batches starting with the one containing offset and
 // ending before upTo (the high watermark, on a batch boundary). The result
 // is a fresh buffer the caller owns. Reads never span segments, like Kafka.
+// A read that overlaps a TruncateTo or Reset starts over on the new log.
 func (l *Log) Read(offset int64, maxBytes int, mode ReadMode, upTo int64) ([]byte, error) {
+	for range maxReadAttempts {
+		b, err := l.read(offset, maxBytes, mode, upTo)
+		if err != errStale {
+			return b, err
+		}
+	}
+	return nil, staleErr("read", offset)
+}
+
+func (l *Log) read(offset int64, maxBytes int, mode ReadMode, upTo int64) ([]byte, error) {
 	l.mu.RLock()
 	if err := l.checkRange(offset); err != nil {
 		l.mu.RUnlock()
@@ -59,9 +84,18 @@ func (l *Log) Read(offset int64, maxBytes int, mode ReadMode, upTo int64) ([]byt
 	s := l.segs[i]
 	startPos := lookupIndex(s.idx.entries, uint32(offset-s.base))
 	limit := s.size
+	gen := s.gen.Load()
 	s.acquire()
 	l.mu.RUnlock()
 	defer s.release()
+	// Every result, data or error, is checked against gen after the I/O
+	// it depends on.
+	fail := func(err error) ([]byte, error) {
+		if s.stale(gen) {
+			return nil, errStale
+		}
+		return nil, readErr(s, err)
+	}
 
 	bufp := l.scratch.Get().(*[]byte)
 	defer l.scratch.Put(bufp)
@@ -71,10 +105,13 @@ func (l *Log) Read(offset int64, maxBytes int, mode ReadMode, upTo int64) ([]byt
 	for {
 		h, p, _, err := sc.next()
 		if err == io.EOF {
+			if s.stale(gen) {
+				return nil, errStale
+			}
 			return nil, nil
 		}
 		if err != nil {
-			return nil, readErr(s, err)
+			return fail(err)
 		}
 		if h.LastOffset() >= offset {
 			first, firstPos = h, p
@@ -85,6 +122,9 @@ func (l *Log) Read(offset int64, maxBytes int, mode ReadMode, upTo int64) ([]byt
 	n := int64(maxBytes)
 	if int64(first.Size()) > n {
 		if mode == Strict {
+			if s.stale(gen) {
+				return nil, errStale
+			}
 			return nil, nil
 		}
 		n = int64(first.Size())
@@ -99,8 +139,11 @@ func (l *Log) Read(offset int64, maxBytes int, mode ReadMode, upTo int64) ([]byt
 	}
 	if copied < len(out) {
 		if err := readFull(s.log, out[copied:], firstPos+int64(copied)); err != nil {
-			return nil, readErr(s, err)
+			return fail(err)
 		}
+	}
+	if s.stale(gen) {
+		return nil, errStale
 	}
 	// Keep only whole batches below upTo. The first batch always qualifies:
 	// its base is <= offset < upTo and n covers it.
@@ -118,11 +161,14 @@ func (l *Log) Read(offset int64, maxBytes int, mode ReadMode, upTo int64) ([]byt
 
 // Batches calls fn for each batch header from the batch containing from
 // onward, across segments, until fn returns false. It sees the log as of
-// the call; appends made meanwhile may or may not be visited.
+// the call; appends made meanwhile may or may not be visited. If TruncateTo
+// or Reset removes batches it has not visited yet, it stops with an error
+// wrapping ErrOffsetOutOfRange.
 func (l *Log) Batches(from int64, fn func(BatchHeader) bool) error {
 	type span struct {
 		s          *segment
 		pos, limit int64
+		gen        uint64
 	}
 	l.mu.RLock()
 	if err := l.checkRange(from); err != nil {
@@ -137,7 +183,7 @@ func (l *Log) Batches(from int64, fn func(BatchHeader) bool) error {
 			pos = lookupIndex(s.idx.entries, uint32(from-s.base))
 		}
 		s.acquire()
-		spans = append(spans, span{s, pos, s.size})
+		spans = append(spans, span{s, pos, s.size, s.gen.Load()})
 	}
 	l.mu.RUnlock()
 	defer func() {
@@ -150,6 +196,11 @@ func (l *Log) Batches(from int64, fn func(BatchHeader) bool) error {
 		sc := batchScanner{f: sp.s.log, pos: sp.pos, limit: sp.limit, buf: buf}
 		for {
 			h, _, _, err := sc.next()
+			// fn may already have seen earlier batches, so a truncation
+			// or reset meanwhile cannot be retried transparently.
+			if sp.s.stale(sp.gen) {
+				return staleErr("batches", from)
+			}
 			if errors.Is(err, io.EOF) {
 				break
 			}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -22,11 +23,18 @@ import (
 //
 // log-start-offset: first offset visible to consumers, advanced by
 //
-//	DeleteRecordsBefore and retention; segments wholly below it
-//	are deleted on Open.
+//	DeleteRecordsBefore and retention (and set by Reset);
+//	segments wholly below it are deleted on Open.
+//
+// reset-to:         present only while Reset runs (or after a crash or
+//
+//	storage failure during it): Reset's commit record. Open
+//	finishes the reset: it removes every segment, restarts the
+//	log empty at this offset and then removes the file.
 const (
 	recoveryPointFile = "recovery-point"
 	logStartFile      = "log-start-offset"
+	resetFile         = "reset-to"
 	checkpointVersion = "0"
 
 	recoveryChunk = 1 << 20
@@ -44,6 +52,29 @@ func readCheckpoint(fsys FS, dir, name string) (int64, bool) {
 	if err != nil {
 		return 0, false
 	}
+	return parseCheckpoint(b)
+}
+
+// readResetMarker reports a pending Reset. Unlike the other checkpoints
+// there is no conservative fallback for an unreadable marker: ignoring it
+// could resurrect discarded data and guessing could discard live data, so
+// that fails Open.
+func readResetMarker(fsys FS, dir string) (int64, bool, error) {
+	b, err := readFile(fsys, filepath.Join(dir, resetFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read %s: %w", resetFile, err)
+	}
+	v, ok := parseCheckpoint(b)
+	if !ok {
+		return 0, false, fmt.Errorf("unreadable %s: %q", resetFile, b)
+	}
+	return v, true, nil
+}
+
+func parseCheckpoint(b []byte) (int64, bool) {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if len(lines) != 2 || lines[0] != checkpointVersion {
 		return 0, false
@@ -70,7 +101,9 @@ func listSegments(fsys FS, dir string) ([]int64, error) {
 		if e.IsDir() {
 			continue
 		}
-		if strings.HasSuffix(name, ".tmp") {
+		if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, deletedSuffix) {
+			// Half-written checkpoints, and files of segments that had
+			// left the log before the crash (see segment.trash).
 			fsys.Remove(filepath.Join(dir, name))
 			continue
 		}
@@ -114,6 +147,27 @@ func (l *Log) recover() error {
 	rp, hasRP := readCheckpoint(l.fsys, l.dir, recoveryPointFile)
 	if !hasRP {
 		rp = 0
+	}
+	resetTo, resetting, err := readResetMarker(l.fsys, l.dir)
+	if err != nil {
+		return err
+	}
+	if resetting {
+		// A Reset committed but may not have finished: redo it. The
+		// segments may be old ones, the new empty one or both; none of
+		// them holds anything the reset log keeps. The log start is
+		// persisted before the marker goes (below), like Reset does.
+		lg.Warn("finishing interrupted reset", "start_offset", resetTo)
+		for _, b := range bases {
+			if err := newSegment(l.fsys, l.dir, b).removeFiles(); err != nil {
+				return err
+			}
+		}
+		bases = nil
+		if err := writeCheckpoint(l.fsys, l.dir, logStartFile, resetTo); err != nil {
+			return err
+		}
+		logStart = resetTo
 	}
 	// A crash after advancing the log start but before deleting files
 	// leaves segments wholly below it.
@@ -205,7 +259,18 @@ func (l *Log) recover() error {
 			}
 		}
 	}
-	return writeCheckpoint(l.fsys, l.dir, recoveryPointFile, l.end)
+	if err := writeCheckpoint(l.fsys, l.dir, recoveryPointFile, l.end); err != nil {
+		return err
+	}
+	if resetting {
+		// Only once the empty segment and both checkpoints are durable:
+		// a crash before this point redoes the reset, after it the log
+		// is the reset one.
+		if err := removeFileDurably(l.fsys, l.dir, resetFile); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // loadIndexes trusts a sealed segment's index files after a sanity check,

@@ -87,7 +87,14 @@ func (l *Log) deleteOldest(n int, newStart int64) error {
 		l.size -= s.size
 	}
 	l.mu.Unlock()
+	// Renaming rather than leaving the unlink to the last reader: a later
+	// Reset may create a segment with the same base offset while a reader
+	// still holds this one (see segment.trash). No directory fsync is
+	// needed: should the rename be lost in a crash, the segment lies below
+	// the persisted log start and Open deletes it. If the rename fails the
+	// last release unlinks the original names, as before.
 	for _, s := range dead {
+		s.trash()
 		s.deleted.Store(true)
 		s.release()
 	}

@@ -148,7 +148,9 @@ func TestOpenRemovesSegmentsBelowStart(t *testing.T) {
 }
 
 // A reader pinning a segment keeps its file alive across deletion; the file
-// disappears when the reader releases it.
+// leaves the segment namespace at once (renamed to .deleted, so Open and a
+// new segment with the same base never see it) and disappears when the
+// reader releases it.
 func TestDeletionWaitsForReaders(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(nil)
@@ -165,15 +167,20 @@ func TestDeletionWaitsForReaders(t *testing.T) {
 	if err := l.DeleteRecordsBefore(2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(segFile(dir, 0, extLog)); err != nil {
+	if _, err := os.Stat(segFile(dir, 0, extLog) + deletedSuffix); err != nil {
 		t.Fatalf("file removed while pinned: %v", err)
+	}
+	if _, err := os.Stat(segFile(dir, 0, extLog)); !os.IsNotExist(err) {
+		t.Fatalf("deleted segment still under its live name: %v", err)
 	}
 	sc := batchScanner{f: pinned.log, limit: pinned.size, whole: true}
 	if _, _, _, err := sc.next(); err != nil {
 		t.Fatalf("pinned segment unreadable: %v", err)
 	}
 	pinned.release()
-	if _, err := os.Stat(segFile(dir, 0, extLog)); !os.IsNotExist(err) {
-		t.Fatalf("file not removed after release: %v", err)
+	for _, ext := range []string{extLog, extIndex, extTimeIndex} {
+		if _, err := os.Stat(segFile(dir, 0, ext) + deletedSuffix); !os.IsNotExist(err) {
+			t.Fatalf("%s not removed after release: %v", ext, err)
+		}
 	}
 }

@@ -35,6 +35,17 @@ type segment struct {
 	// deleting a segment never pulls a file out from under a reader.
 	refs    atomic.Int32
 	deleted atomic.Bool
+	// trashed is set once the files were renamed to <name>.deleted; the
+	// last release then removes those names.
+	trashed atomic.Bool
+
+	// gen is bumped, under Log.mu held for writing, before TruncateTo
+	// changes the segment's bytes in place or before TruncateTo or Reset
+	// drop it. A reader samples it when it pins the segment and rechecks it
+	// after its I/O: a change means what it read may mix discarded and new
+	// bytes, so it must start over. Appends never bump it: they only add
+	// bytes past every pinned reader's limit.
+	gen atomic.Uint64
 }
 
 func segmentName(dir string, base int64, ext string) string {
@@ -125,14 +136,47 @@ func (s *segment) closeFiles() error {
 }
 
 func (s *segment) removeFiles() error {
+	suffix := ""
+	if s.trashed.Load() {
+		suffix = deletedSuffix
+	}
 	var first error
 	for _, ext := range []string{extLog, extIndex, extTimeIndex} {
-		if err := s.fsys.Remove(segmentName(s.dir, s.base, ext)); err != nil && !os.IsNotExist(err) && first == nil {
+		if err := s.fsys.Remove(segmentName(s.dir, s.base, ext) + suffix); err != nil && !os.IsNotExist(err) && first == nil {
 			first = err
 		}
 	}
 	return first
 }
+
+// deletedSuffix marks the files of a segment that left the log while
+// readers may still hold it open. Open removes such files unread.
+const deletedSuffix = ".deleted"
+
+// trash renames the segment's files out of the segment namespace, .log
+// first. Deleting by unlink alone is not enough once readers can delay the
+// unlink past the moment the log reuses the name: Reset and TruncateTo may
+// create a new segment with the same base offset, which a late unlink
+// would then destroy, and a crash before the late unlink would let Open
+// take the stale file for a live segment (and, were the log to grow back
+// to its base offset, splice its old batches onto new ones). The rename
+// itself becomes durable with the next directory fsync; the caller orders
+// that fsync. Open file descriptors are unaffected, so readers in flight
+// keep reading the old bytes.
+func (s *segment) trash() error {
+	for _, ext := range []string{extLog, extIndex, extTimeIndex} {
+		name := segmentName(s.dir, s.base, ext)
+		if err := s.fsys.Rename(name, name+deletedSuffix); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	s.trashed.Store(true)
+	return nil
+}
+
+// stale reports whether the segment was truncated or dropped since a reader
+// sampled gen (see segment.gen).
+func (s *segment) stale(gen uint64) bool { return s.gen.Load() != gen }
 
 // sync makes the segment's data and indexes durable.
 func (s *segment) sync() error {

@@ -10,12 +10,23 @@ type tsSpan struct {
 	s          *segment
 	pos, limit int64
 	maxTs      int64
+	gen        uint64
 }
 
 // OffsetForTimestamp finds the first record (in offset order, at or after
 // the log start) whose timestamp is >= ts, as ListOffsets does. Compressed
 // batches are decompressed to find the exact record.
 func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, err error) {
+	for range maxReadAttempts {
+		offset, timestamp, ok, err = l.offsetForTimestamp(ts)
+		if err != errStale {
+			return offset, timestamp, ok, err
+		}
+	}
+	return 0, 0, false, staleErr("timestamp lookup", ts)
+}
+
+func (l *Log) offsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, err error) {
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
@@ -35,7 +46,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, er
 			rel = max(rel, uint32(start-s.base))
 		}
 		s.acquire()
-		spans = append(spans, tsSpan{s: s, pos: lookupIndex(s.idx.entries, rel), limit: s.size, maxTs: s.maxTs})
+		spans = append(spans, tsSpan{s: s, pos: lookupIndex(s.idx.entries, rel), limit: s.size, maxTs: s.maxTs, gen: s.gen.Load()})
 	}
 	l.mu.RUnlock()
 	defer releaseSpans(spans)
@@ -65,6 +76,16 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, er
 // MaxTimestamp returns the record with the largest timestamp (the first one
 // among ties); ok is false for an empty log.
 func (l *Log) MaxTimestamp() (offset, timestamp int64, ok bool, err error) {
+	for range maxReadAttempts {
+		offset, timestamp, ok, err = l.maxTimestamp()
+		if err != errStale {
+			return offset, timestamp, ok, err
+		}
+	}
+	return 0, 0, false, staleErr("max timestamp lookup", 0)
+}
+
+func (l *Log) maxTimestamp() (offset, timestamp int64, ok bool, err error) {
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
@@ -88,7 +109,7 @@ func (l *Log) MaxTimestamp() (offset, timestamp int64, ok bool, err error) {
 	}
 	target, maxTs := best.offMaxTs, best.maxTs
 	best.acquire()
-	sp := tsSpan{s: best, pos: lookupIndex(best.idx.entries, uint32(target-best.base)), limit: best.size, maxTs: maxTs}
+	sp := tsSpan{s: best, pos: lookupIndex(best.idx.entries, uint32(target-best.base)), limit: best.size, maxTs: maxTs, gen: best.gen.Load()}
 	l.mu.RUnlock()
 	defer best.release()
 
@@ -104,6 +125,9 @@ func (l *Log) MaxTimestamp() (offset, timestamp int64, ok bool, err error) {
 			return true
 		})
 	})
+	if err == nil && best.stale(sp.gen) {
+		return 0, 0, false, errStale
+	}
 	if err == nil && !ok {
 		// The header promised maxTs but no record has it (a producer
 		// may set maxTimestamp freely); the batch is still the answer.
@@ -112,11 +136,16 @@ func (l *Log) MaxTimestamp() (offset, timestamp int64, ok bool, err error) {
 	return offset, timestamp, ok, err
 }
 
-// scanBatches reads whole batches of a pinned span; fn returns false to stop.
+// scanBatches reads whole batches of a pinned span; fn returns false to
+// stop. It returns errStale, before calling fn, once the span's segment was
+// truncated or dropped (see segment.gen).
 func scanBatches(sp tsSpan, fn func(BatchHeader, []byte) (bool, error)) error {
 	sc := batchScanner{f: sp.s.log, pos: sp.pos, limit: sp.limit, whole: true, buf: make([]byte, 64<<10)}
 	for {
 		h, _, body, err := sc.next()
+		if sp.s.stale(sp.gen) {
+			return errStale
+		}
 		if errors.Is(err, io.EOF) {
 			return nil
 		}

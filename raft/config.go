@@ -29,7 +29,10 @@ type Config struct {
 	Dir string
 	// FSM is the group's state machine. Apply runs on one goroutine per
 	// group; Snapshot must return quickly (Apply waits), Persist may not.
+	// Set FSM or StateMachine, not both.
 	FSM hraft.FSM
+	// StateMachine is the group's state machine in weir's terms.
+	StateMachine StateMachine
 	// Class labels the commit latency histogram ("controller",
 	// "partition"); default "default". Keep it to a handful of values.
 	Class string
@@ -103,8 +106,10 @@ func (c *Config) validate() error {
 		return errors.New("raft: Config.NodeID is empty")
 	case c.Dir == "":
 		return errors.New("raft: Config.Dir is empty")
-	case c.FSM == nil:
-		return errors.New("raft: Config.FSM is nil")
+	case c.FSM == nil && c.StateMachine == nil:
+		return errors.New("raft: Config has neither FSM nor StateMachine")
+	case c.FSM != nil && c.StateMachine != nil:
+		return errors.New("raft: Config has both FSM and StateMachine")
 	}
 	return nil
 }

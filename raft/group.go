@@ -101,7 +101,11 @@ func (m *Mux) Start(cfg Config) (*Group, error) {
 		Timeout: cfg.TransportTimeout,
 		Logger:  hl.Named("transport"),
 	})
-	g.raft, err = hraft.NewRaft(rc, cfg.FSM, g.store.log, g.store.log, g.store.snaps, g.trans)
+	fsm := cfg.FSM
+	if fsm == nil {
+		fsm = smAdapter{cfg.StateMachine}
+	}
+	g.raft, err = hraft.NewRaft(rc, fsm, g.store.log, g.store.log, g.store.snaps, g.trans)
 	if err != nil {
 		g.trans.Close()
 		g.store.Close()
@@ -217,8 +221,18 @@ func (g *Group) IsLeader() bool { return g.raft.State() == hraft.Leader }
 // the current state. It is never closed.
 func (g *Group) LeaderChanges() <-chan bool { return g.leaderCh }
 
+// Term is the current Raft term as this node knows it.
+func (g *Group) Term() uint64 { return g.raft.CurrentTerm() }
+
 // AppliedIndex is the last index applied to the FSM on this node.
 func (g *Group) AppliedIndex() uint64 { return g.raft.AppliedIndex() }
+
+// TransferLeadership hands leadership to another voter, which must be
+// caught up; the leader stops taking commands until it is done. Leader
+// only.
+func (g *Group) TransferLeadership(id, addr string) error {
+	return g.translate(g.raft.LeadershipTransferToServer(hraft.ServerID(id), hraft.ServerAddress(addr)).Error())
+}
 
 // AddVoter adds (or promotes) a voting member. Leader only.
 func (g *Group) AddVoter(ctx context.Context, id, addr string) error {

@@ -1,6 +1,8 @@
 package group
 
 import (
+	"fmt"
+
 	"github.com/weir-broker/weir/log"
 )
 
@@ -21,39 +23,59 @@ type Compactor interface {
 	TrimBefore(partition int32, offset int64) error
 }
 
-// Compact rewrites and trims every partition larger than both minBytes
-// and twice its size after its previous compaction.
+// Compact rewrites and trims every loaded partition larger than both
+// minBytes and twice its size after its previous compaction. Only a
+// loaded partition's groups are all in memory; compacting any other
+// would trim records nothing rewrote.
 func (c *Coordinator) Compact(minBytes int64) {
 	comp, ok := c.opts.Store.(Compactor)
 	if !ok {
 		return
 	}
 	for p := int32(0); p < c.opts.Store.Partitions(); p++ {
-		size := comp.Size(p)
 		c.mu.Lock()
+		serving := c.servingLocked(p) == 0
 		floor := c.compactedSize[p]
 		c.mu.Unlock()
+		if !serving {
+			continue
+		}
+		size := comp.Size(p)
 		if size < minBytes || size < 2*floor {
 			continue
 		}
-		if err := c.compactPartition(comp, p); err != nil {
+		gen, err := c.compactPartition(comp, p)
+		if err != nil {
 			c.logger.Warn("compacting __consumer_offsets", "partition", p, "err", err)
 			continue
 		}
+		if gen == 0 {
+			continue
+		}
 		c.mu.Lock()
-		c.compactedSize[p] = comp.Size(p)
+		if pl := c.parts[p]; pl != nil && pl.gen == gen {
+			c.compactedSize[p] = comp.Size(p)
+		}
 		c.mu.Unlock()
 	}
 }
 
-func (c *Coordinator) compactPartition(comp Compactor, p int32) error {
+// compactPartition compacts p if it is loaded and returns the load
+// generation it compacted (0: it did not).
+func (c *Coordinator) compactPartition(comp Compactor, p int32) (uint64, error) {
 	// The trim point is taken under the table lock together with the list
-	// of groups: a group created later writes everything it has above
-	// the trim point.
+	// of groups and the check that p is loaded: a group created later
+	// writes everything it has above the trim point.
+	partitions := c.opts.Store.Partitions()
 	c.mu.Lock()
+	if c.servingLocked(p) != 0 {
+		c.mu.Unlock()
+		return 0, nil
+	}
+	gen := c.parts[p].gen
 	var groups []*group
 	for id, g := range c.groups {
-		if partitionFor(id, c.opts.Store.Partitions()) == p {
+		if partitionFor(id, partitions) == p {
 			groups = append(groups, g)
 		}
 	}
@@ -61,16 +83,29 @@ func (c *Coordinator) compactPartition(comp Compactor, p int32) error {
 	c.mu.Unlock()
 	for _, g := range groups {
 		var err error
-		g.do(func() { err = g.rewrite() })
+		if !g.do(func() { err = g.rewrite() }) && g.stopErr(0) != 0 {
+			// Unloaded or closed before it rewrote itself: below the
+			// trim point are its only records. (A deleted group wrote
+			// its tombstones above it.)
+			return 0, fmt.Errorf("group %s stopped during compaction", g.id)
+		}
 		if err != nil {
-			return err
+			return 0, err
 		}
 	}
+	// A load that started meanwhile may be replaying p; trimming under
+	// it gains nothing and may fail its reads.
+	c.mu.Lock()
+	same := c.servingLocked(p) == 0 && c.parts[p].gen == gen
+	c.mu.Unlock()
+	if !same {
+		return 0, nil
+	}
 	if err := comp.TrimBefore(p, trimAt); err != nil {
-		return err
+		return 0, err
 	}
 	c.logger.Info("compacted __consumer_offsets", "partition", p, "groups", len(groups), "start_offset", trimAt)
-	return nil
+	return gen, nil
 }
 
 // rewrite appends the group's whole live state.

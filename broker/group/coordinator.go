@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -35,27 +34,34 @@ type Options struct {
 	Store           Store
 	Settings        func() Settings
 	PartitionExists func(topic string, partition int32) bool
-	// Owns reports whether this node hosts a partition of the store;
-	// groups of other partitions are NOT_COORDINATOR here. nil: all.
+	// Owns selects the partitions of the store Load loads; nil: all.
+	// Whether a group is served is decided by the loaded partitions
+	// alone, so a broker may leave it nil and drive the coordinator
+	// through LoadPartition and UnloadPartition.
 	Owns   func(partition int32) bool
 	Logger *slog.Logger
 	Now    func() time.Time
 }
 
-// Coordinator owns every group of this node.
+// Coordinator owns the groups of the partitions of the store it loaded.
 type Coordinator struct {
 	opts   Options
 	logger *slog.Logger
 	now    func() time.Time
-	loaded atomic.Bool
 
-	mu            sync.Mutex
+	mu sync.Mutex
+	// groups holds groups of loaded partitions only: get creates none
+	// elsewhere and UnloadPartition takes a partition's out, both under
+	// mu, so whatever visits the table (ExpireOffsets, Compact,
+	// TopicDeleted, ListGroups) touches loaded partitions alone.
 	groups        map[string]*group
+	parts         map[int32]*partitionLoad
 	compactedSize map[int32]int64 // partition size after its last compaction
 	closed        bool
 }
 
-// New makes a coordinator; Load must run before it answers requests.
+// New makes a coordinator that serves no group until Load or
+// LoadPartition loads the group's partition.
 func New(opts Options) *Coordinator {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -63,7 +69,10 @@ func New(opts Options) *Coordinator {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Coordinator{opts: opts, logger: opts.Logger, now: opts.Now, groups: map[string]*group{}, compactedSize: map[int32]int64{}}
+	return &Coordinator{
+		opts: opts, logger: opts.Logger, now: opts.Now,
+		groups: map[string]*group{}, parts: map[int32]*partitionLoad{}, compactedSize: map[int32]int64{},
+	}
 }
 
 func (c *Coordinator) settings() Settings { return c.opts.Settings() }
@@ -77,15 +86,26 @@ func (c *Coordinator) Partition(group string) int32 {
 	return partitionFor(group, c.opts.Store.Partitions())
 }
 
-// Loaded reports whether the coordinator has replayed its state.
-func (c *Coordinator) Loaded() bool { return c.loaded.Load() }
-
-// get returns a live group, creating it when create is set.
-func (c *Coordinator) get(id string, create bool) *group {
+// Loaded reports whether no partition is loading: every partition the
+// coordinator was asked to load is served, or its load failed. It is
+// true before any load too, since a coordinator that leads no partition
+// has nothing to wait for: its answer, NOT_COORDINATOR, is final.
+func (c *Coordinator) Loaded() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return nil
+	return !c.loadingLocked()
+}
+
+// get returns a live group, creating it when create is set, or the code
+// for a group whose partition is not served. The partition is checked
+// under the table lock, so no group is created in a partition that is
+// being unloaded or loaded.
+func (c *Coordinator) get(id string, create bool) (*group, int16) {
+	p := c.Partition(id)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if code := c.servingLocked(p); code != 0 {
+		return nil, code
 	}
 	g := c.groups[id]
 	if g == nil && create {
@@ -93,28 +113,49 @@ func (c *Coordinator) get(id string, create bool) *group {
 		c.groups[id] = g
 		go g.run()
 	}
-	return g
+	return g, 0
 }
 
 // forget removes a group that was deleted; called on its own loop.
 func (c *Coordinator) forget(g *group) {
 	c.mu.Lock()
-	if c.groups[g.id] == g {
+	mine := c.groups[g.id] == g
+	if mine {
 		delete(c.groups, g.id)
 	}
 	c.mu.Unlock()
-	close(g.quit)
+	// Whoever takes a group out of the table stops it: Close or
+	// UnloadPartition may have, and stop twice would panic.
+	if mine {
+		g.stop(0)
+	}
 }
 
-// Close stops every group; parked requests get COORDINATOR_NOT_AVAILABLE.
+// Close stops every group; parked requests get COORDINATOR_NOT_AVAILABLE,
+// as do later ones, and loads in progress end with ErrClosed.
 func (c *Coordinator) Close() {
 	c.mu.Lock()
 	c.closed = true
-	groups := c.groups
+	groups := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		groups = append(groups, g)
+	}
 	c.groups = map[string]*group{}
+	for _, pl := range c.parts {
+		pl.gen++
+		pl.state = unloaded
+	}
 	c.mu.Unlock()
+	stopGroups(groups, kerr.CoordinatorNotAvailable.Code)
+}
+
+// stopGroups stops groups already out of the table, all at once, and
+// waits for their loops to end.
+func stopGroups(groups []*group, code int16) {
 	for _, g := range groups {
-		close(g.quit)
+		g.stop(code)
+	}
+	for _, g := range groups {
 		<-g.stopped
 	}
 }
@@ -130,7 +171,8 @@ func (c *Coordinator) all() []*group {
 	return groups
 }
 
-// ExpireOffsets applies the offset retention to every empty group.
+// ExpireOffsets applies the offset retention to every empty group of the
+// loaded partitions; the others are their leaders' to expire.
 func (c *Coordinator) ExpireOffsets() {
 	retention := c.settings().OffsetRetention
 	for _, g := range c.all() {
@@ -139,15 +181,15 @@ func (c *Coordinator) ExpireOffsets() {
 }
 
 // unavailable is the code for requests about a group the coordinator
-// cannot take: not loaded yet, or the group lives on another broker.
+// cannot take: its partition is loading (COORDINATOR_LOAD_IN_PROGRESS),
+// not loaded here (NOT_COORDINATOR), or the coordinator closed
+// (COORDINATOR_NOT_AVAILABLE). Requests check it before validating their
+// fields, as Kafka does; get checks again when it looks the group up.
 func (c *Coordinator) unavailable(group string) int16 {
-	if !c.loaded.Load() {
-		return kerr.CoordinatorLoadInProgress.Code
-	}
-	if c.opts.Owns != nil && !c.opts.Owns(c.Partition(group)) {
-		return kerr.NotCoordinator.Code
-	}
-	return 0
+	p := c.Partition(group)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.servingLocked(p)
 }
 
 // JoinGroup answers when the group's rebalance completes, or nil if ctx
@@ -156,20 +198,26 @@ func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest,
 	fail := func(code int16) *kmsg.JoinGroupResponse { return errorJoin(req, code) }
 	s := c.settings()
 	session := time.Duration(req.SessionTimeoutMillis) * time.Millisecond
-	switch {
-	case req.Group == "":
+	if req.Group == "" {
 		return fail(kerr.InvalidGroupID.Code)
-	case c.unavailable(req.Group) != 0:
-		return fail(c.unavailable(req.Group))
+	}
+	// Read once: a partition's state changes under concurrent loads.
+	unavailable := c.unavailable(req.Group)
+	switch {
+	case unavailable != 0:
+		return fail(unavailable)
 	case session < s.MinSessionTimeout || session > s.MaxSessionTimeout:
 		return fail(kerr.InvalidSessionTimeout.Code)
 	case req.ProtocolType == "" || len(req.Protocols) == 0:
 		return fail(kerr.InconsistentGroupProtocol.Code)
 	}
 	reply := make(chan *kmsg.JoinGroupResponse, 1)
-	g := c.get(req.Group, true)
-	if g == nil || !g.do(func() { g.join(req, client, reply) }) {
-		return fail(kerr.CoordinatorNotAvailable.Code)
+	g, code := c.get(req.Group, true)
+	if code != 0 {
+		return fail(code)
+	}
+	if !g.do(func() { g.join(req, client, reply) }) {
+		return fail(g.stopErr(kerr.CoordinatorNotAvailable.Code))
 	}
 	select {
 	case resp := <-reply:
@@ -187,16 +235,16 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 		resp.ErrorCode = code
 		return resp
 	}
-	if code := c.unavailable(req.Group); code != 0 {
+	g, code := c.get(req.Group, false)
+	if code != 0 {
 		return fail(code)
 	}
-	g := c.get(req.Group, false)
 	if g == nil {
 		return fail(kerr.UnknownMemberID.Code)
 	}
 	reply := make(chan *kmsg.SyncGroupResponse, 1)
 	if !g.do(func() { g.sync(req, reply) }) {
-		return fail(kerr.CoordinatorNotAvailable.Code)
+		return fail(g.stopErr(kerr.CoordinatorNotAvailable.Code))
 	}
 	select {
 	case resp := <-reply:
@@ -209,16 +257,14 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 // Heartbeat keeps a member alive and tells it about rebalances.
 func (c *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	if resp.ErrorCode = c.unavailable(req.Group); resp.ErrorCode != 0 {
-		return resp
-	}
-	g := c.get(req.Group, false)
-	if g == nil {
+	g, code := c.get(req.Group, false)
+	switch {
+	case code != 0:
+		resp.ErrorCode = code
+	case g == nil:
 		resp.ErrorCode = kerr.UnknownMemberID.Code
-		return resp
-	}
-	if !g.do(func() { resp.ErrorCode = g.heartbeat(req) }) {
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+	case !g.do(func() { resp.ErrorCode = g.heartbeat(req) }):
+		resp.ErrorCode = g.stopErr(kerr.CoordinatorNotAvailable.Code)
 	}
 	return resp
 }
@@ -231,15 +277,16 @@ func (c *Coordinator) LeaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRe
 		members = []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}
 	}
 	var codes []int16
-	if resp.ErrorCode = c.unavailable(req.Group); resp.ErrorCode != 0 {
+	g, code := c.get(req.Group, false)
+	if resp.ErrorCode = code; code != 0 {
 		return resp
 	}
-	if g := c.get(req.Group, false); g == nil {
+	if g == nil {
 		for range members {
 			codes = append(codes, kerr.UnknownMemberID.Code)
 		}
 	} else if !g.do(func() { resp.ErrorCode, codes = g.leave(members) }) {
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		resp.ErrorCode = g.stopErr(kerr.CoordinatorNotAvailable.Code)
 	}
 	if req.Version < 3 {
 		// One member, reported at the top level.
@@ -269,22 +316,25 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 		}
 		return resp
 	}
-	switch {
-	case req.Group == "":
+	if req.Group == "" {
 		return failAll(kerr.InvalidGroupID.Code)
-	case c.unavailable(req.Group) != 0:
-		return failAll(c.unavailable(req.Group))
+	}
+	if code := c.unavailable(req.Group); code != 0 {
+		return failAll(code)
 	}
 	// Only a standalone commit (generation -1) may create a group; a
 	// member's commit for a group that is gone is from a stale
 	// generation.
-	g := c.get(req.Group, req.Generation < 0)
+	g, code := c.get(req.Group, req.Generation < 0)
+	if code != 0 {
+		return failAll(code)
+	}
 	if g == nil {
 		return failAll(kerr.IllegalGeneration.Code)
 	}
 	if !g.do(func() { g.commit(req, resp) }) {
 		resp.Topics = nil
-		return failAll(kerr.CoordinatorNotAvailable.Code)
+		return failAll(g.stopErr(kerr.CoordinatorNotAvailable.Code))
 	}
 	return resp
 }
@@ -319,7 +369,8 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 
 func (c *Coordinator) fetchGroup(id string, topics []kmsg.OffsetFetchRequestGroupTopic, all bool) kmsg.OffsetFetchResponseGroup {
 	out := kmsg.OffsetFetchResponseGroup{Group: id}
-	if out.ErrorCode = c.unavailable(id); out.ErrorCode != 0 {
+	g, code := c.get(id, false)
+	if out.ErrorCode = code; code != 0 {
 		return out
 	}
 	fill := func(g *group) {
@@ -345,8 +396,16 @@ func (c *Coordinator) fetchGroup(id string, topics []kmsg.OffsetFetchRequestGrou
 			out.Topics = append(out.Topics, ft)
 		}
 	}
-	g := c.get(id, false)
-	if g == nil || !g.do(func() { fill(g) }) {
+	if g != nil && !g.do(func() { fill(g) }) {
+		// A deleted group has no offsets; an unloaded one has offsets
+		// this coordinator can no longer vouch for, and answering -1
+		// would send the consumer to its reset policy.
+		if out.ErrorCode = g.stopErr(0); out.ErrorCode != 0 {
+			return out
+		}
+		g = nil
+	}
+	if g == nil {
 		fill(nil)
 	}
 	return out
@@ -355,23 +414,23 @@ func (c *Coordinator) fetchGroup(id string, topics []kmsg.OffsetFetchRequestGrou
 // OffsetDelete removes offsets of topics the group does not consume.
 func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	if resp.ErrorCode = c.unavailable(req.Group); resp.ErrorCode != 0 {
-		return resp
-	}
-	g := c.get(req.Group, false)
-	if g == nil || !g.do(func() { g.deleteOffsets(req, resp) }) {
+	g, code := c.get(req.Group, false)
+	switch {
+	case code != 0:
+		resp.ErrorCode = code
+	case g == nil:
 		resp.ErrorCode = kerr.GroupIDNotFound.Code
+	case !g.do(func() { g.deleteOffsets(req, resp) }):
+		resp.ErrorCode = g.stopErr(kerr.GroupIDNotFound.Code)
 	}
 	return resp
 }
 
-// ListGroups lists live groups, filtered by state (v4+) and type (v5+).
+// ListGroups lists the groups of loaded partitions, filtered by state
+// (v4+) and type (v5+). While any partition loads the list would be
+// partial, so it is COORDINATOR_LOAD_IN_PROGRESS then, as in Kafka.
 func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	if !c.loaded.Load() {
-		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
-		return resp
-	}
 	match := func(filter []string, v string) bool {
 		if len(filter) == 0 {
 			return true
@@ -385,6 +444,10 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.loadingLocked() {
+		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+		return resp
+	}
 	for id, g := range c.groups {
 		s := g.pub.Load()
 		if s.state == Dead || !match(req.StatesFilter, string(s.state)) || !match(req.TypesFilter, "classic") {
@@ -404,12 +467,14 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 	for _, id := range req.Groups {
 		d := kmsg.NewDescribeGroupsResponseGroup()
 		d.Group = id
-		if d.ErrorCode = c.unavailable(id); d.ErrorCode != 0 {
-			resp.Groups = append(resp.Groups, d)
-			continue
+		g, code := c.get(id, false)
+		if code == 0 && g != nil && !g.do(func() { d = g.describe() }) {
+			code, g = g.stopErr(0), nil
 		}
-		g := c.get(id, false)
-		if g == nil || !g.do(func() { d = g.describe() }) {
+		switch {
+		case code != 0:
+			d.ErrorCode = code
+		case g == nil:
 			d.State = string(Dead)
 			if req.Version >= 6 {
 				d.ErrorCode = kerr.GroupIDNotFound.Code
@@ -428,22 +493,22 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGr
 	for _, id := range req.Groups {
 		d := kmsg.NewDeleteGroupsResponseGroup()
 		d.Group = id
-		d.ErrorCode = c.unavailable(id)
-		if d.ErrorCode == 0 {
-			d.ErrorCode = c.deleteGroup(id)
-		}
+		d.ErrorCode = c.deleteGroup(id)
 		resp.Groups = append(resp.Groups, d)
 	}
 	return resp
 }
 
 func (c *Coordinator) deleteGroup(id string) int16 {
-	g := c.get(id, false)
+	g, code := c.get(id, false)
+	if code != 0 {
+		return code
+	}
 	if g == nil {
 		return kerr.GroupIDNotFound.Code
 	}
-	code := kerr.GroupIDNotFound.Code
-	g.do(func() {
+	code = kerr.GroupIDNotFound.Code
+	ran := g.do(func() {
 		switch {
 		case g.state == Dead:
 		case !g.isEmpty():
@@ -454,11 +519,15 @@ func (c *Coordinator) deleteGroup(id string) int16 {
 			code = 0
 		}
 	})
+	if !ran {
+		return g.stopErr(kerr.GroupIDNotFound.Code)
+	}
 	return code
 }
 
 // TopicDeleted drops every group's offsets for a deleted topic, as Kafka
-// does, so a topic created again under the name starts uncommitted.
+// does, so a topic created again under the name starts uncommitted. Only
+// groups of loaded partitions are here to visit.
 func (c *Coordinator) TopicDeleted(topic string) {
 	for _, g := range c.all() {
 		g.do(func() { g.dropTopic(topic) })

@@ -18,8 +18,13 @@
 // earliest deadline after every event. Nothing but the loop touches a
 // group's state; ListGroups reads a summary the loop publishes.
 //
-// Lock order: Coordinator.mu (the group table) is never held while
-// waiting on a group.
+// Lock order: Coordinator.mu (the group table and the partitions' load
+// states) is never held while waiting on a group, replaying a partition
+// or appending to the Store; of the Store only EndOffset is called under
+// it, in compaction, to take the trim point with the list of groups. A group's loop takes
+// Coordinator.mu (to forget a deleted group), so the reverse would
+// deadlock. Groups are stopped only by whoever took them out of the
+// table, after releasing it.
 //
 // # Durability
 //
@@ -27,7 +32,14 @@
 // __consumer_offsets, in Kafka's own key and value formats (offset commit
 // key v1 / value v3, group metadata key v2 / value v3), written through
 // the Store before a request is answered. The group of a group id lives in
-// partition abs(javaHashCode(id)) % partitions, as in Kafka. On start the
-// coordinator replays every partition: the latest record per key wins and
-// a null value deletes.
+// partition abs(javaHashCode(id)) % partitions, as in Kafka.
+//
+// The coordinator serves the groups of the partitions it has loaded, as
+// Kafka's does those of the partitions its broker leads: LoadPartition
+// replays a partition (the latest record per key wins and a null value
+// deletes) and starts its groups; UnloadPartition stops them. A group's
+// requests get COORDINATOR_LOAD_IN_PROGRESS while its partition loads and
+// NOT_COORDINATOR when it is not loaded. Each partition has a generation,
+// bumped by every load start and unload, and a replay takes effect only
+// if the generation did not move meanwhile: an unload racing a load wins.
 package group

@@ -89,6 +89,11 @@ type group struct {
 	quit    chan struct{}
 	stopped chan struct{}
 	pub     atomic.Pointer[summary]
+	// stopCode is what requests get once the group stopped: 0 for a
+	// deleted group (callers answer as for an unknown one), else the
+	// code of Close or UnloadPartition. Written before quit is closed
+	// and read only after stopped is, which orders the two.
+	stopCode int16
 
 	// Owned by run.
 	state        State
@@ -147,7 +152,7 @@ func (g *group) run() {
 }
 
 // do runs f on the group's loop and waits for it; false means the group
-// stopped (deleted or coordinator closed) before f ran.
+// stopped (deleted, unloaded or coordinator closed) before f ran.
 func (g *group) do(f func()) bool {
 	done := make(chan struct{})
 	select {
@@ -224,11 +229,28 @@ func (g *group) onTimer(now time.Time) {
 	}
 }
 
+// stop ends the loop; only whoever took g out of the coordinator's table
+// calls it, once.
+func (g *group) stop(code int16) {
+	g.stopCode = code
+	close(g.quit)
+}
+
+// stopErr is the code for a request that found the group stopped (do
+// returned false); deleted is the code when the group was deleted.
+func (g *group) stopErr(deleted int16) int16 {
+	if g.stopCode != 0 {
+		return g.stopCode
+	}
+	return deleted
+}
+
 // failWaiters answers every parked request when the group stops.
 func (g *group) failWaiters() {
+	code := g.stopErr(kerr.CoordinatorNotAvailable.Code)
 	for _, m := range g.members {
-		g.replyJoinError(m, kerr.CoordinatorNotAvailable.Code)
-		g.replySyncError(m, kerr.CoordinatorNotAvailable.Code)
+		g.replyJoinError(m, code)
+		g.replySyncError(m, code)
 	}
 }
 

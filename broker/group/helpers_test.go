@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -15,10 +16,12 @@ import (
 
 // memStore keeps records in memory, per partition, in append order.
 type memStore struct {
-	mu      sync.Mutex
-	parts   [][]log.KeyValue
-	trimmed map[int32]int64
-	fail    bool
+	mu       sync.Mutex
+	parts    [][]log.KeyValue
+	trimmed  map[int32]int64
+	fail     bool
+	onReplay func(p int32) // called as a replay starts, to hold it up
+	replays  map[int32]int
 }
 
 func newMemStore(partitions int) *memStore {
@@ -39,6 +42,16 @@ func (s *memStore) Append(p int32, records []log.KeyValue) error {
 
 func (s *memStore) Replay(p int32, fn func(key, value []byte)) error {
 	s.mu.Lock()
+	hook := s.onReplay
+	if s.replays == nil {
+		s.replays = map[int32]int{}
+	}
+	s.replays[p]++
+	s.mu.Unlock()
+	if hook != nil {
+		hook(p)
+	}
+	s.mu.Lock()
 	records := append([]log.KeyValue(nil), s.parts[p]...)
 	s.mu.Unlock()
 	for _, r := range records {
@@ -51,19 +64,139 @@ func testSettings() Settings {
 	return Settings{MinSessionTimeout: 10 * time.Millisecond, MaxSessionTimeout: time.Minute, OffsetRetention: time.Hour}
 }
 
+func (s *memStore) setOnReplay(hook func(p int32)) {
+	s.mu.Lock()
+	s.onReplay = hook
+	s.mu.Unlock()
+}
+
+func (s *memStore) replayCount(p int32) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.replays[p]
+}
+
+func (s *memStore) records(p int32) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.parts[p])
+}
+
 func newTestCoordinator(t *testing.T, store *memStore, settings Settings) *Coordinator {
+	t.Helper()
+	c := newIdleCoordinator(t, store, settings, nil)
+	if err := c.Load(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// newIdleCoordinator makes a coordinator that has loaded nothing.
+func newIdleCoordinator(t *testing.T, store *memStore, settings Settings, owns func(int32) bool) *Coordinator {
 	t.Helper()
 	c := New(Options{
 		Store:           store,
 		Settings:        func() Settings { return settings },
 		PartitionExists: func(topic string, partition int32) bool { return topic != "missing" && partition < 8 },
+		Owns:            owns,
 		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
-	if err := c.Load(); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// groupIn is a group id that lives in partition p.
+func groupIn(t *testing.T, c *Coordinator, p int32, prefix string) string {
+	t.Helper()
+	for i := 0; i < 10000; i++ {
+		if id := fmt.Sprintf("%s-%d", prefix, i); c.Partition(id) == p {
+			return id
+		}
+	}
+	t.Fatalf("no group id with prefix %s in partition %d", prefix, p)
+	return ""
+}
+
+// groupsOf are the groups of partition p in the coordinator's table.
+func groupsOf(c *Coordinator, p int32) []*group {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*group
+	for id, g := range c.groups {
+		if c.Partition(id) == p {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+func fetchCode(c *Coordinator, group string) int16 {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Version = 9
+	req.Groups = []kmsg.OffsetFetchRequestGroup{{Group: group}}
+	return c.OffsetFetch(req).Groups[0].ErrorCode
+}
+
+func listGroups(c *Coordinator) (code int16, ids map[string]bool) {
+	resp := c.ListGroups(kmsg.NewPtrListGroupsRequest())
+	ids = map[string]bool{}
+	for _, g := range resp.Groups {
+		ids[g.Group] = true
+	}
+	return resp.ErrorCode, ids
+}
+
+// stableMember puts one member in group and completes its rebalance.
+func stableMember(t *testing.T, c *Coordinator, group string) *kmsg.JoinGroupResponse {
+	t.Helper()
+	a := joinNew(t, c, group, joinOpts{})
+	if r := wait(t, syncAsync(c, group, a.MemberID, a.Generation, map[string][]byte{a.MemberID: []byte("a")}), "sync"); r.ErrorCode != 0 {
+		t.Fatalf("sync: %d", r.ErrorCode)
+	}
+	return a
+}
+
+// parkedJoin leaves a second member's JoinGroup waiting in group for the
+// first member, which is stable and has not rejoined.
+func parkedJoin(t *testing.T, c *Coordinator, group string) chan *kmsg.JoinGroupResponse {
+	t.Helper()
+	stableMember(t, c, group)
+	first := wait(t, joinAsync(c, joinReq(group, joinOpts{})), "second member's first join")
+	parked := joinAsync(c, joinReq(group, joinOpts{memberID: first.MemberID}))
+	waitState(t, c, group, "PreparingRebalance")
+	return parked
+}
+
+// parkedSync leaves a follower's SyncGroup waiting in group for the
+// leader's assignment.
+func parkedSync(t *testing.T, c *Coordinator, group string) chan *kmsg.SyncGroupResponse {
+	t.Helper()
+	a := stableMember(t, c, group)
+	first := wait(t, joinAsync(c, joinReq(group, joinOpts{})), "second member's first join")
+	bJoin := joinAsync(c, joinReq(group, joinOpts{memberID: first.MemberID}))
+	waitState(t, c, group, "PreparingRebalance")
+	aJoin := wait(t, joinAsync(c, joinReq(group, joinOpts{memberID: a.MemberID})), "first member's rejoin")
+	b := wait(t, bJoin, "second member's join")
+	follower := b
+	if b.MemberID == b.LeaderID {
+		follower = aJoin
+	}
+	parked := syncAsync(c, group, follower.MemberID, follower.Generation, nil)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var waiting bool
+		c.mu.Lock()
+		g := c.groups[group]
+		c.mu.Unlock()
+		g.do(func() { waiting = g.members[follower.MemberID].syncReply != nil })
+		if waiting {
+			return parked
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the follower's sync never parked")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func consumerProtocols(topics ...string) []kmsg.JoinGroupRequestProtocol {

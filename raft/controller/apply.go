@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -568,13 +569,24 @@ func (t *txn) reportLeader(c ReportLeader) Result {
 		return Result{Err: errorf(kerr.InvalidRequest, "%s/%d: term 0", topic.Name, c.Partition)}
 	case !contains(p.Replicas, c.Leader):
 		return Result{Err: errorf(kerr.NotLeaderForPartition, "%s/%d: node %d is not a replica (replicas %v)", topic.Name, c.Partition, c.Leader, p.Replicas)}
-	case c.Term == p.LeaderTerm && c.LeaderEpoch == p.LeaderEpoch:
+	}
+	for _, r := range c.ISR {
+		if !contains(p.Replicas, r) {
+			return Result{Err: errorf(kerr.InvalidRequest, "%s/%d: in-sync replica %d is not a replica (replicas %v)", topic.Name, c.Partition, r, p.Replicas)}
+		}
+	}
+	if c.Term == p.LeaderTerm && c.LeaderEpoch == p.LeaderEpoch && (c.ISR == nil || slices.Equal(c.ISR, p.ISR)) {
 		return Result{} // a repeated report
 	}
 	nt := *topic
 	nt.Partitions = append([]Partition(nil), topic.Partitions...) // replica slices shared, unchanged
 	np := nt.Partitions[c.Partition]
 	np.Leader, np.LeaderEpoch, np.LeaderTerm = c.Leader, c.LeaderEpoch, c.Term
+	if c.ISR != nil {
+		np.ISR = slices.Clone(c.ISR)
+	} else if c.Term != p.LeaderTerm {
+		np.ISR = nil // a new leader's ISR is unknown until it reports one
+	}
 	nt.Partitions[c.Partition] = np
 	t.putTopic(nt.Name, nt.ID, &nt)
 	return Result{Changed: true}

@@ -222,6 +222,9 @@ type ReportLeader struct {
 	Leader      int32   `json:"leader"`
 	LeaderEpoch int32   `json:"leader_epoch"`
 	Term        uint64  `json:"term"`
+	// ISR, when set, is the leader's in-sync replicas (itself included).
+	// A report repeating leader, epoch and term only changes the ISR.
+	ISR []int32 `json:"isr,omitempty"`
 }
 
 // AllocateProducerIDs hands a broker a block of Count producer ids.

@@ -94,11 +94,18 @@ type Partition struct {
 	// Leader reported; reports with an older term are ignored. 0 until the
 	// first report.
 	LeaderTerm uint64 `json:"leader_term"`
+	// ISR is the in-sync replicas as the leader last reported them; nil
+	// until it does.
+	ISR []int32 `json:"isr,omitempty"`
 }
 
 // Clone returns a deep copy.
 func (p Partition) Clone() Partition {
 	p.Replicas = append([]int32(nil), p.Replicas...)
+	p.ISR = append([]int32(nil), p.ISR...)
+	if len(p.ISR) == 0 {
+		p.ISR = nil
+	}
 	return p
 }
 

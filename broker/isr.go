@@ -1,0 +1,261 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/weir-broker/weir/raft/controller"
+)
+
+// In-sync replicas and leader balance.
+//
+// Raft decides what is committed; the ISR is what Kafka clients and
+// operators see of replication health. Every second each follower
+// replica tells its leader how far its log reaches (partition.progress,
+// one call per leader broker for all its partitions). A leader counts a
+// follower in sync when, within replica_lag_time_max_ms, the follower's
+// log reached the leader's end as it was at the follower's previous
+// report (Kafka's lastCaughtUpTime rule), and reports ISR changes to the
+// controller, which every broker's Metadata shows.
+//
+// The same loop moves leadership back to a partition's preferred replica
+// (the first of its replicas) once that replica is in sync and fully
+// caught up, so a broker that returns from a failure takes its share of
+// leaders again.
+const (
+	servicePartitionProgress = "partition.progress"
+	replicaProgressEvery     = time.Second
+	// leaderBalanceHoldoff keeps a new leader from handing leadership
+	// straight back while the cluster is still settling.
+	leaderBalanceHoldoff = 10 * time.Second
+)
+
+type progressReport struct {
+	NodeID   int32           `json:"node_id"`
+	Replicas []progressEntry `json:"replicas"`
+}
+
+type progressEntry struct {
+	Group string `json:"group"`
+	End   int64  `json:"end"`
+}
+
+// followerProgress is what a leader knows of one follower.
+type followerProgress struct {
+	end             int64
+	caughtUpAt      time.Time
+	prevAt          time.Time
+	leaderEndAtPrev int64
+}
+
+// leaderTracking is a leading replica's view of its followers, reset at
+// each leadership.
+type leaderTracking struct {
+	mu          sync.Mutex
+	since       time.Time
+	followers   map[int32]*followerProgress
+	reportedISR []int32
+}
+
+func (lt *leaderTracking) reset(now time.Time) {
+	lt.mu.Lock()
+	lt.since, lt.followers, lt.reportedISR = now, map[int32]*followerProgress{}, nil
+	lt.mu.Unlock()
+}
+
+func (lt *leaderTracking) record(node int32, end, leaderEnd int64, now time.Time) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	if lt.followers == nil {
+		return
+	}
+	f := lt.followers[node]
+	if f == nil {
+		f = &followerProgress{leaderEndAtPrev: -1}
+		lt.followers[node] = f
+	}
+	switch {
+	case end >= leaderEnd:
+		f.caughtUpAt = now
+	case f.leaderEndAtPrev >= 0 && end >= f.leaderEndAtPrev && f.prevAt.After(f.caughtUpAt):
+		f.caughtUpAt = f.prevAt
+	}
+	f.end, f.prevAt, f.leaderEndAtPrev = end, now, leaderEnd
+}
+
+// isr lists the replicas in sync at now, in replica order. A follower
+// not heard from since the leadership began counts from its start, as
+// Kafka's new leader does with its ISR.
+func (lt *leaderTracking) isr(self int32, replicas []int32, now time.Time, lagMax time.Duration) []int32 {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	out := make([]int32, 0, len(replicas))
+	for _, r := range replicas {
+		if r == self {
+			out = append(out, r)
+			continue
+		}
+		caughtUp := lt.since
+		if f := lt.followers[r]; f != nil && f.caughtUpAt.After(caughtUp) {
+			caughtUp = f.caughtUpAt
+		}
+		if now.Sub(caughtUp) <= lagMax {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// caughtUp reports whether node's log reached leaderEnd at its last
+// report.
+func (lt *leaderTracking) caughtUp(node int32, leaderEnd int64) bool {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	f := lt.followers[node]
+	return f != nil && f.end >= leaderEnd
+}
+
+// replicationLoop runs the progress reports, ISR updates and leader
+// balancing every replicaProgressEvery.
+func (b *Broker) replicationLoop() {
+	defer b.done.Done()
+	tick := time.NewTicker(replicaProgressEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-tick.C:
+			b.reportProgress()
+			b.maintainLeaders()
+		}
+	}
+}
+
+// reportProgress sends each leader broker the log ends of this broker's
+// follower replicas of its partitions.
+func (b *Broker) reportProgress() {
+	self := strconv.Itoa(int(b.node.NodeID))
+	byLeader := map[string]*progressReport{}
+	for _, p := range b.localReplicas() {
+		if p.IsLeader() || p.failure() != nil {
+			continue
+		}
+		id, addr := p.group.Leader()
+		if addr == "" || id == self {
+			continue
+		}
+		r := byLeader[addr]
+		if r == nil {
+			r = &progressReport{NodeID: b.node.NodeID}
+			byLeader[addr] = r
+		}
+		r.Replicas = append(r.Replicas, progressEntry{Group: p.group.Name(), End: p.log.EndOffset()})
+	}
+	var wg sync.WaitGroup
+	for addr, r := range byLeader {
+		data, err := json.Marshal(r)
+		if err != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), replicaProgressEvery)
+			defer cancel()
+			if _, err := b.ctrl.mux.Call(ctx, addr, servicePartitionProgress, data); err != nil {
+				b.logger.Debug("replica progress report", "leader", addr, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// servePartitionProgress records followers' progress on the partitions
+// led here.
+func (b *Broker) servePartitionProgress(_ context.Context, _ string, data []byte) ([]byte, error) {
+	var r progressReport
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	for _, e := range r.Replicas {
+		if p := b.replicaByGroup(e.Group); p != nil && p.IsLeader() {
+			p.tracking.record(r.NodeID, e.End, p.HighWatermark(), now)
+		}
+	}
+	return nil, nil
+}
+
+// maintainLeaders reports ISR changes of the partitions led here and
+// hands leadership to preferred replicas that are back in sync.
+func (b *Broker) maintainLeaders() {
+	v := b.ctrl.state.View()
+	now := time.Now()
+	lagMax := time.Duration(b.props.Int("replica_lag_time_max_ms")) * time.Millisecond
+	balance := b.props.Bool("enable_leader_balancer")
+	for _, p := range b.localReplicas() {
+		epoch := p.LeaderEpoch()
+		if epoch < 0 {
+			continue
+		}
+		ct := v.TopicByID(controller.TopicID(p.topic.ID))
+		if ct == nil || int(p.Index) >= len(ct.Partitions) {
+			continue
+		}
+		cp := ct.Partitions[p.Index]
+		isr := p.tracking.isr(b.node.NodeID, cp.Replicas, now, lagMax)
+		p.tracking.mu.Lock()
+		changed := !slices.Equal(isr, p.tracking.reportedISR)
+		p.tracking.mu.Unlock()
+		if changed {
+			_, err := b.propose(controller.ReportLeader{
+				TopicID: controller.TopicID(p.topic.ID), Partition: p.Index,
+				Leader: b.node.NodeID, LeaderEpoch: epoch, Term: uint64(epoch), ISR: isr,
+			})
+			if err == nil {
+				p.tracking.mu.Lock()
+				p.tracking.reportedISR = isr
+				p.tracking.mu.Unlock()
+				b.logger.Info("in-sync replicas changed", "topic", p.topic.Name, "partition", p.Index, "isr", isr)
+			}
+		}
+		if balance {
+			b.balanceLeader(p, cp, isr, now, v)
+		}
+	}
+}
+
+// balanceLeader moves leadership to the preferred replica when it is in
+// sync, fully caught up and live, and this leadership has settled.
+func (b *Broker) balanceLeader(p *Partition, cp controller.Partition, isr []int32, now time.Time, v *controller.View) {
+	if len(cp.Replicas) < 2 || cp.Replicas[0] == b.node.NodeID {
+		return
+	}
+	preferred := cp.Replicas[0]
+	p.tracking.mu.Lock()
+	settled := now.Sub(p.tracking.since) >= leaderBalanceHoldoff
+	p.tracking.mu.Unlock()
+	reg, ok := v.Broker(preferred)
+	if !settled || !ok || !v.Live(preferred, now) || !slices.Contains(isr, preferred) || !p.tracking.caughtUp(preferred, p.HighWatermark()) {
+		return
+	}
+	b.logger.Info("moving leadership to the preferred replica", "topic", p.topic.Name, "partition", p.Index, "to", preferred)
+	if err := p.group.TransferLeadership(strconv.Itoa(int(preferred)), reg.RPCAddr); err != nil {
+		b.logger.Warn("leadership transfer", "topic", p.topic.Name, "partition", p.Index, "to", preferred, "err", err)
+	}
+}
+
+// localReplicas lists the running replicas on this broker.
+func (b *Broker) localReplicas() []*Partition {
+	var out []*Partition
+	b.replicas.Range(func(_, v any) bool {
+		out = append(out, v.(*Partition))
+		return true
+	})
+	return out
+}

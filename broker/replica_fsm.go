@@ -1,0 +1,453 @@
+package broker
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/weir-broker/weir/log"
+	"github.com/weir-broker/weir/raft"
+)
+
+// A partition's Raft entries. Everything a replica needs to apply an
+// entry exactly as every other replica does is in the entry or in the
+// replica's own log: offsets come from the log end, the leader epoch is
+// the entry's Raft term, LogAppendTime is chosen by the proposer.
+//
+//	byte   format version (1)
+//	byte   kind
+//	kind 1, append:          int64 LogAppendTime (0: CreateTime), record batch
+//	kind 2, delete records:  int64 offset (-1: the high watermark)
+const (
+	entryVersion       = 1
+	entryAppend        = 1
+	entryDeleteRecords = 2
+	entryHeaderLen     = 2 + 8
+)
+
+func encodeAppend(logAppendTime int64, batch []byte) []byte {
+	e := make([]byte, entryHeaderLen, entryHeaderLen+len(batch))
+	e[0], e[1] = entryVersion, entryAppend
+	binary.BigEndian.PutUint64(e[2:], uint64(logAppendTime))
+	return append(e, batch...)
+}
+
+func encodeDeleteRecords(offset int64) []byte {
+	e := make([]byte, entryHeaderLen)
+	e[0], e[1] = entryVersion, entryDeleteRecords
+	binary.BigEndian.PutUint64(e[2:], uint64(offset))
+	return e
+}
+
+// applyResult is what Apply returns to the proposer.
+type applyResult struct {
+	append   AppendResult
+	logStart int64 // delete records: the new log start offset
+	err      error
+}
+
+// errReplayed answers entries the log already holds (a restart replays
+// the Raft log from the last snapshot); no proposer waits for them.
+var errReplayed = errors.New("entry already applied")
+
+// Apply applies one committed entry to the log. It runs on the group's
+// apply goroutine.
+func (p *Partition) Apply(e raft.Entry) any {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if e.Index <= p.applied {
+		return applyResult{err: errReplayed}
+	}
+	if err := p.failure(); err != nil {
+		// The log is behind the group and cannot catch up in place:
+		// applying later entries would assign wrong offsets.
+		return applyResult{err: err}
+	}
+	p.applied = e.Index
+	if len(e.Data) < entryHeaderLen || e.Data[0] != entryVersion {
+		return applyResult{err: fmt.Errorf("%w: malformed partition entry at index %d", kerr.CorruptMessage, e.Index)}
+	}
+	arg := int64(binary.BigEndian.Uint64(e.Data[2:]))
+	switch e.Data[1] {
+	case entryAppend:
+		return p.applyAppend(int32(e.Term), arg, e.Data[entryHeaderLen:])
+	case entryDeleteRecords:
+		return p.applyDeleteRecords(arg)
+	}
+	return applyResult{err: fmt.Errorf("%w: unknown partition entry kind %d at index %d", kerr.CorruptMessage, e.Data[1], e.Index)}
+}
+
+// maxScratch bounds the apply buffer kept between entries.
+const maxScratch = 1 << 20
+
+func (p *Partition) applyAppend(epoch int32, logAppendTime int64, batch []byte) applyResult {
+	headers, err := log.ValidateBatches(batch)
+	if err != nil || len(headers) != 1 {
+		return applyResult{err: fmt.Errorf("%w: %v", kerr.CorruptMessage, err)}
+	}
+	h := headers[0]
+	if dup, ok, err := p.producers.check(h); err != nil {
+		return applyResult{err: err}
+	} else if ok {
+		return applyResult{append: AppendResult{BaseOffset: dup, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset()}}
+	}
+	// The log stamps offsets, epoch and timestamps into the bytes it is
+	// given; the entry's own bytes may still be on their way to followers.
+	p.scratch = append(p.scratch[:0], batch...)
+	res, err := p.log.AppendValidated(p.scratch, headers, log.AppendOptions{LeaderEpoch: epoch, LogAppendTime: logAppendTime})
+	if cap(p.scratch) > maxScratch {
+		p.scratch = nil
+	}
+	if err != nil {
+		return applyResult{err: p.fail(fmt.Errorf("append: %w", err))}
+	}
+	h.BaseOffset = res.BaseOffset
+	p.producers.record(h)
+	p.epochs.observe(epoch, res.BaseOffset)
+	p.hwm.Store(p.log.EndOffset())
+	p.wake()
+	return applyResult{append: AppendResult{BaseOffset: res.BaseOffset, LogAppendTime: res.LogAppendTime, LogStartOffset: res.LogStartOffset}}
+}
+
+func (p *Partition) applyDeleteRecords(offset int64) applyResult {
+	end := p.log.EndOffset()
+	if offset == -1 {
+		offset = end
+	}
+	if offset < 0 || offset > end {
+		return applyResult{err: fmt.Errorf("%w: offset %d is outside [0, %d]", kerr.OffsetOutOfRange, offset, end)}
+	}
+	if offset <= p.log.LogStartOffset() {
+		return applyResult{logStart: p.log.LogStartOffset()}
+	}
+	if err := p.log.DeleteRecordsBefore(offset); err != nil {
+		return applyResult{err: p.fail(fmt.Errorf("delete records: %w", err))}
+	}
+	p.epochs.truncateBefore(offset)
+	// A restart truncates the log to its checkpoint; one below the new
+	// log start would have to throw the whole log away.
+	if err := p.checkpointLocked(); err != nil {
+		return applyResult{err: err}
+	}
+	return applyResult{logStart: p.log.LogStartOffset()}
+}
+
+// enforceRetention applies retention.ms and retention.bytes to this
+// replica's log. Each replica does so on its own, as in Kafka; offsets
+// stay identical because only whole old segments go. The log is
+// checkpointed first, so a restart never has to truncate below the new
+// log start.
+func (p *Partition) enforceRetention() (int, error) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if err := p.failure(); err != nil {
+		return 0, err
+	}
+	if err := p.checkpointLocked(); err != nil {
+		return 0, err
+	}
+	n, err := p.log.EnforceRetention()
+	if n > 0 {
+		p.epochs.truncateBefore(p.log.LogStartOffset())
+	}
+	return n, err
+}
+
+// fail makes the replica fail-stop: after a failed write or fsync the log
+// cannot be trusted to match the group, so it stops applying and the
+// broker stops acknowledging writes to it.
+func (p *Partition) fail(err error) error {
+	err = fmt.Errorf("%w: %s/%d: %v", kerr.KafkaStorageError, p.topic.Name, p.Index, err)
+	if p.failed.CompareAndSwap(nil, &err) {
+		p.signalStop()
+	}
+	return err
+}
+
+func (p *Partition) failure() error {
+	if e := p.failed.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// A partition's checkpoint is the durable point a restart resumes from:
+// the log was fsynced up to End when it was written, and End is the log
+// end after applying the entry at Index. A restart truncates the log to
+// End (what came later may be torn or lost with the page cache) and lets
+// Raft replay the entries after Index, which its log store kept (it trims
+// only behind snapshots, and every snapshot writes a checkpoint first).
+//
+// File "raft-checkpoint" in the partition directory, written atomically:
+//
+//	weir-partition-checkpoint 1
+//	<index> <end>
+const (
+	checkpointFile   = "raft-checkpoint"
+	checkpointHeader = "weir-partition-checkpoint 1"
+)
+
+type checkpoint struct {
+	Index uint64 `json:"index"`
+	End   int64  `json:"end"`
+}
+
+func readPartitionCheckpoint(dir string) (checkpoint, bool, error) {
+	data, err := os.ReadFile(filepath.Join(dir, checkpointFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return checkpoint{}, false, nil
+	}
+	if err != nil {
+		return checkpoint{}, false, err
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 2 || lines[0] != checkpointHeader {
+		return checkpoint{}, false, fmt.Errorf("%s: not a checkpoint", checkpointFile)
+	}
+	f := strings.Fields(lines[1])
+	if len(f) != 2 {
+		return checkpoint{}, false, fmt.Errorf("%s: malformed", checkpointFile)
+	}
+	var c checkpoint
+	if c.Index, err = strconv.ParseUint(f[0], 10, 64); err != nil {
+		return c, false, fmt.Errorf("%s: index: %w", checkpointFile, err)
+	}
+	if c.End, err = strconv.ParseInt(f[1], 10, 64); err != nil || c.End < 0 {
+		return c, false, fmt.Errorf("%s: end offset %q", checkpointFile, f[1])
+	}
+	return c, true, nil
+}
+
+// writeCheckpoint records c once the log is fsynced past c.End. A
+// checkpoint never goes backwards: Persist of an older snapshot may
+// finish after a newer checkpoint was written.
+func (p *Partition) writeCheckpoint(c checkpoint) error {
+	p.ckptMu.Lock()
+	defer p.ckptMu.Unlock()
+	if c.Index < p.checkpoint.Index {
+		return nil
+	}
+	data := fmt.Sprintf("%s\n%d %d\n", checkpointHeader, c.Index, c.End)
+	if err := writeFileAtomic(filepath.Join(p.dir, checkpointFile), []byte(data)); err != nil {
+		return p.fail(fmt.Errorf("checkpoint: %w", err))
+	}
+	p.checkpoint = c
+	return nil
+}
+
+// checkpointLocked fsyncs the log and checkpoints what it holds now;
+// p.appendMu is held.
+func (p *Partition) checkpointLocked() error {
+	c := checkpoint{Index: p.applied, End: p.log.EndOffset()}
+	if err := p.log.Sync(); err != nil {
+		return p.fail(fmt.Errorf("sync: %w", err))
+	}
+	return p.writeCheckpoint(c)
+}
+
+// recoverFromCheckpoint brings a freshly opened log back to its
+// checkpoint and rebuilds the state derived from the log. sole says the
+// partition has no other replica.
+func (p *Partition) recoverFromCheckpoint(sole bool, logger *slog.Logger) error {
+	c, ok, err := readPartitionCheckpoint(p.dir)
+	if err != nil {
+		return err
+	}
+	l := p.log
+	if !ok {
+		// A new partition, or a log written before it was replicated:
+		// what it holds is the base the group's entries apply on.
+		c = checkpoint{Index: 0, End: l.EndOffset()}
+		if err := l.Sync(); err != nil {
+			return err
+		}
+		if err := p.writeCheckpoint(c); err != nil {
+			return err
+		}
+	}
+	switch end, start := l.EndOffset(), l.LogStartOffset(); {
+	case end < c.End && sole:
+		// Data that was fsynced is gone (the disk lost or corrupted
+		// it). With no other replica to copy it from, keep what is
+		// left, as Kafka's recovery does, and go on from there.
+		logger.Error("log lost fsynced batches; continuing from what is left", "log_end", end, "checkpoint_end", c.End)
+		c.End = end
+		if err := p.writeCheckpoint(c); err != nil {
+			return err
+		}
+	case end < c.End:
+		// Applying the Raft log on top would give later batches other
+		// offsets than on the other replicas.
+		return fmt.Errorf("log ends at %d, below its checkpoint at %d: fsynced data is gone; remove this replica's data to have it copied from the others", end, c.End)
+	case c.End < start:
+		// Records were deleted after the checkpoint; replaying the
+		// entries after it deletes them again.
+		if err := l.Reset(c.End); err != nil {
+			return err
+		}
+	case end > c.End:
+		if err := l.TruncateTo(c.End); err != nil {
+			return err
+		}
+	}
+	p.applied = c.Index
+	p.checkpoint = c
+	return p.rebuildDerived()
+}
+
+// rebuildDerived recomputes the producer table, the epoch cache and the
+// high watermark from the log; p.appendMu is held or the replica is not
+// running yet.
+func (p *Partition) rebuildDerived() error {
+	p.producers = producerTable{}
+	if err := p.producers.rebuild(p.log); err != nil {
+		return fmt.Errorf("rebuild producer state: %w", err)
+	}
+	if err := p.epochs.rebuild(p.log); err != nil {
+		return fmt.Errorf("rebuild leader epochs: %w", err)
+	}
+	p.hwm.Store(p.log.EndOffset())
+	return nil
+}
+
+// snapshotMeta is a partition snapshot. It carries no records: a replica
+// installing it copies the batches it lacks from the leader's log
+// (pullRecords), which holds them because its own checkpoint is at least
+// this far.
+type snapshotMeta struct {
+	Version  int    `json:"version"`
+	Index    uint64 `json:"index"`
+	End      int64  `json:"end"`
+	LogStart int64  `json:"log_start"`
+}
+
+type partitionSnapshot struct {
+	p    *Partition
+	meta snapshotMeta
+}
+
+// Snapshot captures the applied position; Persist makes it durable.
+func (p *Partition) Snapshot() (raft.Snapshot, error) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if err := p.failure(); err != nil {
+		return nil, err
+	}
+	return &partitionSnapshot{p: p, meta: snapshotMeta{Version: 1, Index: p.applied, End: p.log.EndOffset(), LogStart: p.log.LogStartOffset()}}, nil
+}
+
+func (s *partitionSnapshot) Persist(w io.Writer) error {
+	// Raft trims its log behind this snapshot once Persist returns, so
+	// the entries up to it must be durable in the segment log first.
+	if err := s.p.log.Sync(); err != nil {
+		return s.p.fail(fmt.Errorf("sync: %w", err))
+	}
+	if err := s.p.writeCheckpoint(checkpoint{Index: s.meta.Index, End: s.meta.End}); err != nil {
+		return err
+	}
+	return json.NewEncoder(w).Encode(s.meta)
+}
+
+func (s *partitionSnapshot) Release() {}
+
+// Restore installs a snapshot the leader sent because this replica is
+// too far behind for the leader's Raft log: it copies the batches it
+// lacks, up to the snapshot's end, from the leader.
+func (p *Partition) Restore(r io.Reader) error {
+	var meta snapshotMeta
+	if err := json.NewDecoder(io.LimitReader(r, 1<<16)).Decode(&meta); err != nil {
+		return fmt.Errorf("partition snapshot: %w", err)
+	}
+	if meta.Version != 1 {
+		return fmt.Errorf("partition snapshot version %d", meta.Version)
+	}
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if err := p.failure(); err != nil {
+		return err
+	}
+	if meta.Index <= p.applied {
+		return nil
+	}
+	if err := p.catchUp(meta); err != nil {
+		return err
+	}
+	p.applied = meta.Index
+	if err := p.checkpointLocked(); err != nil {
+		return err
+	}
+	if err := p.rebuildDerived(); err != nil {
+		return p.fail(err)
+	}
+	p.wake()
+	return nil
+}
+
+// catchUp makes the log end at meta.End with the leader's batches.
+// Everything this replica applied is committed, so its log is a prefix
+// of the leader's and only the missing suffix is copied.
+func (p *Partition) catchUp(meta snapshotMeta) error {
+	l := p.log
+	if l.EndOffset() > meta.End {
+		return fmt.Errorf("log ends at %d, past the snapshot's end %d", l.EndOffset(), meta.End)
+	}
+	for l.EndOffset() < meta.End {
+		from := l.EndOffset()
+		chunk, err := p.pull(from, meta.End)
+		if err != nil {
+			return fmt.Errorf("copy records from %d: %w", from, err)
+		}
+		if chunk.LogStart > from {
+			// The leader no longer has what this log lacks. Offsets are
+			// assigned from the log end, so the log must still end at
+			// meta.End: start empty there, or at the leader's start.
+			if err := l.Reset(min(chunk.LogStart, meta.End)); err != nil {
+				return p.fail(err)
+			}
+			continue
+		}
+		if len(chunk.Records) == 0 {
+			return fmt.Errorf("leader returned no records at %d (its log %d..%d)", from, chunk.LogStart, chunk.End)
+		}
+		if _, err := l.AppendReplicated(chunk.Records); err != nil {
+			return p.fail(err)
+		}
+	}
+	return nil
+}
+
+// recordChunk is a run of batches read from another replica's log.
+type recordChunk struct {
+	LogStart, End int64
+	Records       []byte
+}
+
+// Encoding of partition.read responses: int64 log start, int64 log end,
+// then whole batches.
+func (c recordChunk) encode() []byte {
+	out := make([]byte, 16, 16+len(c.Records))
+	binary.BigEndian.PutUint64(out, uint64(c.LogStart))
+	binary.BigEndian.PutUint64(out[8:], uint64(c.End))
+	return append(out, c.Records...)
+}
+
+func decodeRecordChunk(b []byte) (recordChunk, error) {
+	if len(b) < 16 {
+		return recordChunk{}, errors.New("short partition.read response")
+	}
+	c := recordChunk{LogStart: int64(binary.BigEndian.Uint64(b)), End: int64(binary.BigEndian.Uint64(b[8:])), Records: b[16:]}
+	if _, err := log.ValidateBatches(c.Records); err != nil {
+		return recordChunk{}, err
+	}
+	return c, nil
+}

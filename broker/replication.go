@@ -1,0 +1,399 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/weir-broker/weir/broker/group"
+	"github.com/weir-broker/weir/log"
+	"github.com/weir-broker/weir/raft"
+	"github.com/weir-broker/weir/raft/controller"
+)
+
+// Every partition is a Raft group over its replicas, named after the
+// topic id (never reused, unlike names) and the partition number. The
+// group's leader is the Kafka partition leader and its term the leader
+// epoch.
+func partitionGroupName(id TopicID, partition int32) string {
+	return "p-" + id.String() + "-" + strconv.Itoa(int(partition))
+}
+
+const (
+	// servicePartitionRead copies batches from a replica's log to one
+	// installing a snapshot.
+	servicePartitionRead = "partition.read"
+	// pullChunkBytes bounds one partition.read response.
+	pullChunkBytes = 4 << 20
+	// replicaOpTimeout bounds a barrier, a leader report, one pull.
+	replicaOpTimeout = 15 * time.Second
+)
+
+func (b *Broker) raftDir() string { return filepath.Join(b.node.DataDir, "raft") }
+
+// openReplica opens this broker's replica of a partition: its log,
+// brought back to its checkpoint, and its Raft group, bootstrapped when
+// the partition is new. A replica that joins a group that already ran
+// (its data was lost, or it was just assigned) starts empty and is
+// caught up by the leader.
+func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *controller.View) (*Partition, error) {
+	dir := filepath.Join(b.topicDir(t.Name, t.ID), strconv.Itoa(int(index)))
+	p := newPartition(t, index, dir)
+	l, err := log.Open(dir, b.logConfigFor(t))
+	if err != nil {
+		return nil, err
+	}
+	p.log = l
+	if err := p.recoverFromCheckpoint(len(cp.Replicas) == 1, b.logger.With("topic", t.Name, "partition", index)); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("recover %s/%d: %w", t.Name, index, err)
+	}
+	p.pull = func(from, upTo int64) (recordChunk, error) { return b.pullRecords(p, from, upTo) }
+
+	cfg := raft.Config{
+		Group: partitionGroupName(t.ID, index), NodeID: strconv.Itoa(int(b.node.NodeID)), Dir: b.raftDir(),
+		StateMachine: p, Class: "partition", Logger: b.logger.With("topic", t.Name, "partition", index),
+		NoSnapshotRestoreOnStart: true,
+		SnapshotThreshold:        b.node.RaftSnapshotEntries,
+		TrailingLogs:             b.node.RaftTrailingEntries,
+		SnapshotInterval:         30 * time.Second,
+	}
+	if cfg.SnapshotThreshold == 0 {
+		cfg.SnapshotThreshold = 1024
+	}
+	if cfg.TrailingLogs == 0 {
+		cfg.TrailingLogs = 512
+	}
+	if len(cp.Replicas) == 1 {
+		// A group of one elects itself after its heartbeat timeout.
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 300*time.Millisecond, 300*time.Millisecond, 150*time.Millisecond
+	}
+	g, err := b.ctrl.mux.Start(cfg)
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	p.group = g
+	if !g.HasExistingState() {
+		if cp.LeaderTerm == 0 {
+			err = g.Bootstrap(b.replicaServers(cp, v))
+		} else {
+			b.logger.Warn("joining a partition group that already ran without Raft state: the leader will catch this replica up",
+				"topic", t.Name, "partition", index)
+		}
+	}
+	if err != nil && !errors.Is(err, raft.ErrExistingState) {
+		g.Shutdown()
+		l.Close()
+		return nil, err
+	}
+	b.replicas.Store(g.Name(), p)
+	p.done.Add(1)
+	go b.watchLeadership(p)
+	return p, nil
+}
+
+// replicaServers is a partition group's first configuration: every
+// replica votes. Every replica computes the same list from the same view.
+func (b *Broker) replicaServers(cp controller.Partition, v *controller.View) []raft.Server {
+	servers := make([]raft.Server, 0, len(cp.Replicas))
+	for _, id := range cp.Replicas {
+		addr := ""
+		if reg, ok := v.Broker(id); ok {
+			addr = reg.RPCAddr
+		}
+		if id == b.node.NodeID {
+			addr = b.ctrl.mux.Addr()
+		}
+		servers = append(servers, raft.Server{ID: strconv.Itoa(int(id)), Addr: addr, Voter: true})
+	}
+	return servers
+}
+
+// signalStop stops the replica's background work (once).
+func (p *Partition) signalStop() {
+	p.stopOnce.Do(func() { close(p.stop) })
+}
+
+// close stops the replica: its Raft group, then its log.
+func (p *Partition) close() error {
+	p.signalStop()
+	var err error
+	if p.group != nil {
+		err = p.group.Shutdown()
+	}
+	p.done.Wait()
+	p.leaderEpoch.Store(-1)
+	p.wake()
+	if p.log != nil {
+		// A clean stop checkpoints what was applied, so the next start
+		// has nothing to truncate and replay.
+		p.appendMu.Lock()
+		if p.failure() == nil && !p.deleted.Load() {
+			err = errors.Join(err, p.checkpointLocked())
+		}
+		p.appendMu.Unlock()
+		err = errors.Join(err, p.log.Close())
+	}
+	return err
+}
+
+// awaitReplicaLeaders waits, up to leaderWait, until every local replica
+// knows its group's leader and the ones led here serve, so a broker
+// that finished starting answers produce and fetch at once.
+func (b *Broker) awaitReplicaLeaders() {
+	deadline := time.Now().Add(leaderWait)
+	for time.Now().Before(deadline) {
+		settled := true
+		for _, t := range b.Topics() {
+			for _, p := range t.partitions() {
+				if p == nil || p.group == nil || p.failure() != nil {
+					continue
+				}
+				id, _ := p.group.Leader()
+				if id == "" || (id == strconv.Itoa(int(b.node.NodeID)) && !p.IsLeader()) {
+					settled = false
+				}
+			}
+		}
+		if settled {
+			return
+		}
+		select {
+		case <-b.stop:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	b.logger.Warn("some partitions have no leader yet", "waited", leaderWait)
+}
+
+// removeFiles deletes a closed replica's Raft state (its log directory
+// goes with the topic's).
+func (b *Broker) removeReplicaFiles(p *Partition) {
+	if p.group == nil {
+		return
+	}
+	b.replicas.CompareAndDelete(p.group.Name(), p)
+	if err := os.RemoveAll(filepath.Join(b.raftDir(), p.group.Name())); err != nil {
+		b.logger.Warn("removing a deleted partition's raft state", "group", p.group.Name(), "err", err)
+	}
+}
+
+// watchLeadership follows the replica's Raft leadership. A new leader
+// serves once it has applied everything committed before its term (a
+// barrier), then reports itself to the controller so every broker's
+// Metadata names it. A replica that fails stops its group so the others
+// elect a leader whose log can be trusted.
+func (b *Broker) watchLeadership(p *Partition) {
+	defer p.done.Done()
+	g := p.group
+	for {
+		select {
+		case <-p.stop:
+			p.leaderEpoch.Store(-1)
+			b.setGroupLeadership(p, false)
+			if p.failure() != nil {
+				b.logger.Error("partition replica failed; stopping its raft group", "topic", p.topic.Name, "partition", p.Index, "err", p.failure())
+				go g.Shutdown()
+			}
+			return
+		case leading := <-g.LeaderChanges():
+			if !leading {
+				p.leaderEpoch.Store(-1)
+				b.setGroupLeadership(p, false)
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), replicaOpTimeout)
+			err := g.Barrier(ctx)
+			cancel()
+			if err != nil {
+				b.logger.Warn("new partition leader could not apply its backlog", "topic", p.topic.Name, "partition", p.Index, "err", err)
+				continue
+			}
+			term := g.Term()
+			if !g.IsLeader() || term > uint64(1<<31-1) {
+				continue
+			}
+			p.tracking.reset(time.Now())
+			p.leaderEpoch.Store(int32(term))
+			p.wake()
+			b.setGroupLeadership(p, true)
+			b.done.Add(1)
+			go b.reportLeader(p, term)
+		}
+	}
+}
+
+// reportLeader tells the controller this replica leads the partition in
+// term, retrying while it still does.
+func (b *Broker) reportLeader(p *Partition, term uint64) {
+	defer b.done.Done()
+	backoff := 100 * time.Millisecond
+	for attempt := 0; attempt < 20; attempt++ {
+		if p.leaderEpoch.Load() != int32(term) {
+			return
+		}
+		_, err := b.propose(controller.ReportLeader{
+			TopicID: controller.TopicID(p.topic.ID), Partition: p.Index,
+			Leader: b.node.NodeID, LeaderEpoch: int32(term), Term: term,
+		})
+		if err == nil || errors.Is(err, kerr.FencedLeaderEpoch) || errors.Is(err, kerr.UnknownTopicID) || errors.Is(err, kerr.UnknownTopicOrPartition) {
+			return
+		}
+		select {
+		case <-b.stop:
+			return
+		case <-p.stop:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// setGroupLeadership loads or unloads the groups of a __consumer_offsets
+// partition as this replica gains or loses its leadership.
+func (b *Broker) setGroupLeadership(p *Partition, leading bool) {
+	if p.topic.Name != GroupTopic {
+		return
+	}
+	p.coordMu.Lock()
+	defer p.coordMu.Unlock()
+	if p.leading == leading {
+		return
+	}
+	p.leading = leading
+	if c := b.groups.Load(); c != nil {
+		b.applyGroupLeadership(c, p)
+	}
+}
+
+// applyGroupLeadership makes the coordinator match p's leadership;
+// p.coordMu is held.
+func (b *Broker) applyGroupLeadership(c *group.Coordinator, p *Partition) {
+	if !p.leading {
+		c.UnloadPartition(p.Index)
+		return
+	}
+	if err := c.LoadPartition(p.Index); err != nil {
+		b.logger.Error("loading groups of a led __consumer_offsets partition", "partition", p.Index, "err", err)
+	}
+}
+
+// LeaderPartition returns partition i when this broker leads it, after
+// Kafka's leader epoch check: a client's current leader epoch above ours
+// is UNKNOWN_LEADER_EPOCH (we are behind), below ours
+// FENCED_LEADER_EPOCH (it is); -1 skips the check.
+func (t *Topic) LeaderPartition(i int32, currentLeaderEpoch int32) (*Partition, error) {
+	p, err := t.LocalPartition(i)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.failure(); err != nil {
+		return nil, err
+	}
+	epoch := p.leaderEpoch.Load()
+	switch {
+	case epoch < 0:
+		return nil, fmt.Errorf("%w: this broker does not lead %s/%d", kerr.NotLeaderForPartition, t.Name, i)
+	case currentLeaderEpoch < 0:
+	case currentLeaderEpoch > epoch:
+		return nil, fmt.Errorf("%w: %s/%d: leader epoch %d is newer than this leader's %d", kerr.UnknownLeaderEpoch, t.Name, i, currentLeaderEpoch, epoch)
+	case currentLeaderEpoch < epoch:
+		return nil, fmt.Errorf("%w: %s/%d: leader epoch %d is older than the current %d", kerr.FencedLeaderEpoch, t.Name, i, currentLeaderEpoch, epoch)
+	}
+	return p, nil
+}
+
+// replicate proposes an entry to the partition's group and waits until
+// it is committed and applied here: acknowledged writes are on a
+// majority's disks.
+func (p *Partition) replicate(ctx context.Context, entry []byte) (applyResult, error) {
+	resp, _, err := p.group.Apply(ctx, entry)
+	if err != nil {
+		switch {
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrShutdown):
+			return applyResult{}, fmt.Errorf("%w: %s/%d: %v", kerr.NotLeaderForPartition, p.topic.Name, p.Index, err)
+		case errors.Is(err, raft.ErrLeadershipLost):
+			// It may still commit; the client's retry is recognised by
+			// its sequence numbers if it is idempotent.
+			return applyResult{}, fmt.Errorf("%w: %s/%d: leadership lost before commit", kerr.NotLeaderForPartition, p.topic.Name, p.Index)
+		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+			return applyResult{}, fmt.Errorf("%w: %s/%d: not committed in time", kerr.RequestTimedOut, p.topic.Name, p.Index)
+		}
+		return applyResult{}, fmt.Errorf("%w: %s/%d: %v", kerr.KafkaStorageError, p.topic.Name, p.Index, err)
+	}
+	res, ok := resp.(applyResult)
+	if !ok {
+		return applyResult{}, fmt.Errorf("%w: %s/%d: unexpected apply result %T", kerr.UnknownServerError, p.topic.Name, p.Index, resp)
+	}
+	return res, res.err
+}
+
+// partitionReadRequest asks a replica for batches of its log.
+type partitionReadRequest struct {
+	Group string `json:"group"`
+	From  int64  `json:"from"`
+	UpTo  int64  `json:"up_to"`
+}
+
+// pullRecords copies batches [from, upTo) from the partition's leader.
+func (b *Broker) pullRecords(p *Partition, from, upTo int64) (recordChunk, error) {
+	_, addr := p.group.Leader()
+	if addr == "" {
+		return recordChunk{}, errors.New("no leader to copy records from")
+	}
+	req, _ := json.Marshal(partitionReadRequest{Group: p.group.Name(), From: from, UpTo: upTo})
+	ctx, cancel := context.WithTimeout(context.Background(), replicaOpTimeout)
+	defer cancel()
+	resp, err := b.ctrl.mux.Call(ctx, addr, servicePartitionRead, req)
+	if err != nil {
+		return recordChunk{}, err
+	}
+	return decodeRecordChunk(resp)
+}
+
+// servePartitionRead answers partition.read from this replica's log.
+func (b *Broker) servePartitionRead(_ context.Context, _ string, data []byte) ([]byte, error) {
+	var req partitionReadRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return nil, err
+	}
+	p := b.replicaByGroup(req.Group)
+	if p == nil {
+		return nil, fmt.Errorf("no replica of %s here", req.Group)
+	}
+	c := recordChunk{LogStart: p.log.LogStartOffset(), End: p.log.EndOffset()}
+	if req.From < c.LogStart {
+		return c.encode(), nil
+	}
+	upTo := min(req.UpTo, p.HighWatermark())
+	if req.From < upTo {
+		recs, err := p.log.Read(req.From, pullChunkBytes, log.Strict, upTo)
+		if err != nil {
+			return nil, err
+		}
+		if len(recs) == 0 { // one batch larger than the chunk
+			if recs, err = p.log.Read(req.From, pullChunkBytes, log.Obligatory, upTo); err != nil {
+				return nil, err
+			}
+		}
+		c.Records = recs
+	}
+	return c.encode(), nil
+}
+
+func (b *Broker) replicaByGroup(name string) *Partition {
+	if v, ok := b.replicas.Load(name); ok {
+		return v.(*Partition)
+	}
+	return nil
+}

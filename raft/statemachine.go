@@ -1,0 +1,75 @@
+package raft
+
+import (
+	"io"
+
+	hraft "github.com/hashicorp/raft"
+)
+
+// StateMachine is a group's replicated state in weir's own terms, so that
+// packages outside raft/ never see hashicorp/raft's types. Config takes
+// either an FSM (hashicorp's interface, for raft/controller) or a
+// StateMachine.
+type StateMachine interface {
+	// Apply applies one committed command. It runs on the group's apply
+	// goroutine, in index order; its result is what Group.Apply returns
+	// on the leader that proposed the entry. Entries at or below an index
+	// the machine already holds (replayed after a restart) must be
+	// skipped, and Apply must not keep e.Data: Raft may still be sending
+	// those bytes to followers.
+	Apply(e Entry) any
+	// Snapshot captures what a snapshot needs, quickly: Apply waits.
+	Snapshot() (Snapshot, error)
+	// Restore replaces the state with a snapshot's contents (a follower
+	// installing one sent by its leader).
+	Restore(r io.Reader) error
+}
+
+// Entry is one committed command.
+type Entry struct {
+	Index uint64
+	Term  uint64
+	Data  []byte
+}
+
+// Snapshot is a captured state being written out. Persist runs off the
+// apply goroutine; Release follows it, whatever its outcome.
+type Snapshot interface {
+	Persist(w io.Writer) error
+	Release()
+}
+
+// smAdapter runs a StateMachine as hashicorp's FSM.
+type smAdapter struct{ sm StateMachine }
+
+func (a smAdapter) Apply(l *hraft.Log) any {
+	if l.Type != hraft.LogCommand {
+		return nil
+	}
+	return a.sm.Apply(Entry{Index: l.Index, Term: l.Term, Data: l.Data})
+}
+
+func (a smAdapter) Snapshot() (hraft.FSMSnapshot, error) {
+	s, err := a.sm.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return snapshotAdapter{s}, nil
+}
+
+func (a smAdapter) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	return a.sm.Restore(rc)
+}
+
+type snapshotAdapter struct{ s Snapshot }
+
+func (s snapshotAdapter) Persist(sink hraft.SnapshotSink) error {
+	if err := s.s.Persist(sink); err != nil {
+		_ = sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s snapshotAdapter) Release() { s.s.Release() }
