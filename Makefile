@@ -3,6 +3,7 @@
 #   make run     single-node broker on 127.0.0.1:9092, data in ./data
 #   make test    everything CI runs: vet, unit tests with -race, integration
 #   make bench   Go benchmarks and an end-to-end weirctl bench run
+#   make bench-replication  acks=-1 produce, RF1 vs RF3, on a fresh 3-broker cluster
 #   make compat  franz-go's kgo integration suite against a fresh weir
 
 GO       ?= go
@@ -10,8 +11,9 @@ BIN      := bin
 DATA_DIR ?= ./data
 BENCH_RECORDS ?= 500000
 BENCH_RECORD_SIZE ?= 1024
+BENCH_REPLICATION_RECORDS ?= 200000
 
-.PHONY: all build run cluster cluster-stop test unit integration bench bench-go bench-e2e compat compat-short lint fmt clean
+.PHONY: all build run cluster cluster-stop test unit integration bench bench-go bench-e2e bench-replication compat compat-short lint fmt clean
 
 all: build
 
@@ -45,6 +47,12 @@ bench-go:
 
 bench-e2e: build
 	./.ci/bench-e2e.sh $(BENCH_RECORDS) $(BENCH_RECORD_SIZE)
+
+# What replication costs: bench produce (acks=-1) to RF=1 and RF=3 topics on
+# a fresh three-broker cluster on free loopback ports, alternating, with
+# RF3/RF1 ratios. Not part of make bench.
+bench-replication: build
+	./.ci/bench-replication.sh $(BENCH_REPLICATION_RECORDS) $(BENCH_RECORD_SIZE)
 
 # franz-go's own kgo integration tests against a fresh weir, with an
 # allowlist (integration/compat/kgo/allow.txt) and findings

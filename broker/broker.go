@@ -150,15 +150,31 @@ func (b *Broker) Close() error {
 	return errors.Join(append(errs, b.closeTopics())...)
 }
 
+// closeTopics stops every replica, all at once: each waits for its Raft
+// group to shut down.
 func (b *Broker) closeTopics() error {
-	var errs []error
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
 	for _, t := range b.byName {
 		for _, p := range t.partitions() {
-			if p != nil {
-				errs = append(errs, p.close())
+			if p == nil {
+				continue
 			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := p.close(); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}()
 		}
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 

@@ -89,7 +89,7 @@ func (b *Broker) openController() error {
 		// One voter elects itself after the heartbeat timeout: keep it
 		// short so a single node starts quickly. Clusters keep the
 		// defaults, which tolerate a loaded machine.
-		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 300*time.Millisecond, 300*time.Millisecond, 150*time.Millisecond
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = soloRaftTimeouts()
 	}
 	c.group, err = mux.Start(cfg)
 	if err != nil {

@@ -64,6 +64,10 @@ func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *
 		SnapshotThreshold:        b.node.RaftSnapshotEntries,
 		TrailingLogs:             b.node.RaftTrailingEntries,
 		SnapshotInterval:         30 * time.Second,
+		// Raft trims its log store by whole segments, so the segment
+		// size bounds what a partition's Raft log holds beyond its
+		// trailing entries; raft-wal preallocates each one.
+		LogSegmentSize: partitionRaftSegment,
 	}
 	if cfg.SnapshotThreshold == 0 {
 		cfg.SnapshotThreshold = 1024
@@ -72,8 +76,7 @@ func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *
 		cfg.TrailingLogs = 512
 	}
 	if len(cp.Replicas) == 1 {
-		// A group of one elects itself after its heartbeat timeout.
-		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 300*time.Millisecond, 300*time.Millisecond, 150*time.Millisecond
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = soloRaftTimeouts()
 	}
 	g, err := b.ctrl.mux.Start(cfg)
 	if err != nil {
@@ -98,6 +101,16 @@ func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *
 	p.done.Add(1)
 	go b.watchLeadership(p)
 	return p, nil
+}
+
+// partitionRaftSegment is a partition group's raft-wal segment size.
+const partitionRaftSegment = 2 << 20
+
+// soloRaftTimeouts are the timers of a group with a single voter: it
+// elects itself after the heartbeat timeout and has nobody to compete
+// with, so a short one only makes starts faster.
+func soloRaftTimeouts() (heartbeat, election, lease time.Duration) {
+	return 100 * time.Millisecond, 100 * time.Millisecond, 50 * time.Millisecond
 }
 
 // replicaServers is a partition group's first configuration: every

@@ -50,6 +50,9 @@ func StartCluster(t testing.TB, n int, opts ...BrokerOption) []*Broker {
 		t.Fatalf("StartCluster: WithDataDir and WithNodeID are chosen by the cluster (node ids 0..n-1, fresh data directories)")
 	}
 	bin := WeirBinary(t)
+	// Cleanups run last-registered first: a TempDir made before the
+	// cleanup below outlives it, so the logs it prints still exist.
+	_ = t.TempDir()
 
 	var (
 		mu      sync.Mutex

@@ -63,6 +63,7 @@ type benchSummary struct {
 	P50Ms         float64 `json:"p50_ms"`
 	P95Ms         float64 `json:"p95_ms"`
 	P99Ms         float64 `json:"p99_ms"`
+	P999Ms        float64 `json:"p999_ms"`
 	MaxMs         float64 `json:"max_ms"`
 	Stopped       string  `json:"stopped"`
 }
@@ -74,7 +75,7 @@ func newSummary(mode, topic string, records, bytes, errs int64, elapsed time.Dur
 		s.MBPerSec = float64(bytes) / bytesPerMB / s.Seconds
 	}
 	p := computePercentiles(lat)
-	s.P50Ms, s.P95Ms, s.P99Ms, s.MaxMs = ms(p.p50), ms(p.p95), ms(p.p99), ms(p.max)
+	s.P50Ms, s.P95Ms, s.P99Ms, s.P999Ms, s.MaxMs = ms(p.p50), ms(p.p95), ms(p.p99), ms(p.p999), ms(p.max)
 	return s
 }
 
@@ -96,12 +97,13 @@ func (s benchSummary) write(w io.Writer, format string) error {
 	t.row("P50 MS", fmt.Sprintf("%.3f", s.P50Ms))
 	t.row("P95 MS", fmt.Sprintf("%.3f", s.P95Ms))
 	t.row("P99 MS", fmt.Sprintf("%.3f", s.P99Ms))
+	t.row("P99.9 MS", fmt.Sprintf("%.3f", s.P999Ms))
 	t.row("MAX MS", fmt.Sprintf("%.3f", s.MaxMs))
 	t.row("STOPPED", s.Stopped)
 	return t.write(w)
 }
 
-type percentiles struct{ p50, p95, p99, max time.Duration }
+type percentiles struct{ p50, p95, p99, p999, max time.Duration }
 
 // computePercentiles uses the nearest-rank method: every reported value is a
 // latency that was actually observed, which interpolation would not
@@ -112,10 +114,11 @@ func computePercentiles(d []time.Duration) percentiles {
 	}
 	slices.Sort(d)
 	return percentiles{
-		p50: nearestRank(d, 0.50),
-		p95: nearestRank(d, 0.95),
-		p99: nearestRank(d, 0.99),
-		max: d[len(d)-1],
+		p50:  nearestRank(d, 0.50),
+		p95:  nearestRank(d, 0.95),
+		p99:  nearestRank(d, 0.99),
+		p999: nearestRank(d, 0.999),
+		max:  d[len(d)-1],
 	}
 }
 
@@ -213,6 +216,7 @@ type benchProduceOptions struct {
 	compression   string
 	acks          string
 	partitions    int32
+	replicas      int16
 	duration      time.Duration
 }
 
@@ -226,6 +230,10 @@ func (o *benchProduceOptions) validate() error {
 		return fmt.Errorf("--batch-max-bytes must be >= 0, got %d", o.batchMaxBytes)
 	case o.partitions < 0:
 		return fmt.Errorf("--partitions must be >= 0, got %d", o.partitions)
+	case o.replicas == 0 || o.replicas < -1:
+		return fmt.Errorf("--replication-factor must be positive or -1, got %d", o.replicas)
+	case o.replicas != -1 && o.partitions == 0:
+		return errors.New("--replication-factor only applies when creating the topic; give --partitions too")
 	case o.duration < 0:
 		return fmt.Errorf("--duration must be >= 0, got %s", o.duration)
 	case o.linger < 0:
@@ -241,9 +249,11 @@ func newBenchProduceCommand(g *globalOptions) *cobra.Command {
 		Short: "Produce --records records as fast as possible",
 		Long: "Produce --records records of --record-size bytes and report throughput\n" +
 			"and ack latency (time from handing a record to the client until its\n" +
-			"produce promise fires). With --partitions, creates TOPIC if missing.",
-		Example: "  weirctl bench produce bench -p 6 --records 1000000 --record-size 1024 --compression lz4",
-		Args:    cobra.ExactArgs(1),
+			"produce promise fires). With --partitions, creates TOPIC if missing,\n" +
+			"with --replication-factor replicas per partition (default: the broker's).",
+		Example: "  weirctl bench produce bench -p 6 --records 1000000 --record-size 1024 --compression lz4\n" +
+			"  weirctl bench produce bench-rf3 -p 3 --replication-factor 3 --acks all --records 200000 --record-size 1024",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
 				return err
@@ -269,7 +279,7 @@ func newBenchProduceCommand(g *globalOptions) *cobra.Command {
 				return err
 			}
 			defer cl.Close()
-			if err := ensureBenchTopic(cmd.Context(), g, cl, cmd.ErrOrStderr(), topic, o.partitions); err != nil {
+			if err := ensureBenchTopic(cmd.Context(), g, cl, cmd.ErrOrStderr(), topic, o.partitions, o.replicas); err != nil {
 				return err
 			}
 			sum, runErr := benchProduce(cmd.Context(), g, cl, cmd.ErrOrStderr(), topic, o)
@@ -287,6 +297,7 @@ func newBenchProduceCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.compression, "compression", "none", "batch compression: none, gzip, snappy, lz4, zstd")
 	f.StringVar(&o.acks, "acks", "-1", "required acks: -1 (all), 1 (leader), 0 (none)")
 	f.Int32VarP(&o.partitions, "partitions", "p", 0, "create TOPIC with this many partitions if it is missing (0: topic must exist)")
+	f.Int16VarP(&o.replicas, "replication-factor", "r", -1, "replication factor when --partitions creates TOPIC (-1: broker default)")
 	f.DurationVar(&o.duration, "duration", 0, "stop after this long even if --records are not done (0: no limit)")
 	_ = cmd.MarkFlagRequired("records")
 	return cmd
@@ -294,8 +305,9 @@ func newBenchProduceCommand(g *globalOptions) *cobra.Command {
 
 // ensureBenchTopic creates the topic only when asked to, because silently
 // benchmarking against an auto-created one-partition topic measures the
-// wrong thing.
-func ensureBenchTopic(ctx context.Context, g *globalOptions, cl *kgo.Client, errOut io.Writer, topic string, partitions int32) error {
+// wrong thing. An existing topic is used as it is; a shape other than the
+// one asked for is pointed out, since it changes what is measured.
+func ensureBenchTopic(ctx context.Context, g *globalOptions, cl *kgo.Client, errOut io.Writer, topic string, partitions int32, replicas int16) error {
 	if partitions == 0 {
 		_, err := topicPartitions(ctx, g, cl, topic)
 		return err
@@ -304,23 +316,52 @@ func ensureBenchTopic(ctx context.Context, g *globalOptions, cl *kgo.Client, err
 	defer cancel()
 	adm := kadm.NewClient(cl)
 	adm.SetTimeoutMillis(int32(g.timeout.Milliseconds()))
-	resp, err := adm.CreateTopic(actx, partitions, -1, nil, topic)
+	resp, err := adm.CreateTopic(actx, partitions, replicas, nil, topic)
 	switch {
 	case err == nil:
-		fmt.Fprintf(errOut, "created topic %s with %d partitions\n", topic, resp.NumPartitions)
+		// The factor asked for, not resp.ReplicationFactor, which weir's
+		// CreateTopics answer set to 1 for every topic when this was
+		// written.
+		rf := "broker default"
+		if replicas > 0 {
+			rf = fmt.Sprint(replicas)
+		}
+		fmt.Fprintf(errOut, "created topic %s with %d partitions, replication factor %s\n", topic, resp.NumPartitions, rf)
 		return nil
 	case errors.Is(err, kerr.TopicAlreadyExists):
-		have, perr := topicPartitions(ctx, g, cl, topic)
-		if perr != nil {
-			return perr
+		have, rf, derr := benchTopicShape(ctx, g, cl, topic)
+		if derr != nil {
+			return derr
 		}
-		if int32(len(have)) != partitions {
-			fmt.Fprintf(errOut, "note: topic %s already exists with %d partitions, not %d\n", topic, len(have), partitions)
+		if have != int(partitions) {
+			fmt.Fprintf(errOut, "note: topic %s already exists with %d partitions, not %d\n", topic, have, partitions)
+		}
+		if replicas > 0 && rf != int(replicas) {
+			fmt.Fprintf(errOut, "note: topic %s already exists with replication factor %d, not %d\n", topic, rf, replicas)
 		}
 		return nil
 	default:
 		return fmt.Errorf("creating topic %s: %s", topic, statusCell(err, resp.ErrMessage))
 	}
+}
+
+// benchTopicShape returns an existing topic's partition count and
+// replication factor (the replica count of its partitions).
+func benchTopicShape(ctx context.Context, g *globalOptions, cl *kgo.Client, topic string) (partitions, replicas int, err error) {
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	details, err := kadm.NewClient(cl).ListTopicsWithInternal(ctx, topic)
+	if err != nil {
+		return 0, 0, g.describeCallErr("loading metadata for "+topic, err)
+	}
+	d, ok := details[topic]
+	if !ok {
+		return 0, 0, fmt.Errorf("topic %s: broker returned no metadata for it", topic)
+	}
+	if d.Err != nil {
+		return 0, 0, fmt.Errorf("topic %s: %s", topic, statusCell(d.Err, ""))
+	}
+	return len(d.Partitions), d.Partitions.NumReplicas(), nil
 }
 
 func benchProduce(parent context.Context, g *globalOptions, cl *kgo.Client, errOut io.Writer, topic string, o *benchProduceOptions) (benchSummary, error) {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func msList(vals ...int) []time.Duration {
@@ -26,8 +28,58 @@ func TestPercentilesOneToHundred(t *testing.T) {
 	}
 	rand.Shuffle(len(d), func(i, j int) { d[i], d[j] = d[j], d[i] })
 	p := computePercentiles(d)
-	if p.p50 != 50*time.Millisecond || p.p95 != 95*time.Millisecond || p.p99 != 99*time.Millisecond || p.max != 100*time.Millisecond {
+	if p.p50 != 50*time.Millisecond || p.p95 != 95*time.Millisecond || p.p99 != 99*time.Millisecond || p.p999 != 100*time.Millisecond || p.max != 100*time.Millisecond {
 		t.Errorf("got %+v", p)
+	}
+}
+
+func TestPercentileP999(t *testing.T) {
+	d := make([]time.Duration, 0, 2000)
+	for i := 1; i <= 2000; i++ {
+		d = append(d, time.Duration(i)*time.Microsecond)
+	}
+	rand.Shuffle(len(d), func(i, j int) { d[i], d[j] = d[j], d[i] })
+	p := computePercentiles(d)
+	// Nearest rank: ceil(0.999*2000) = 1998.
+	if p.p99 != 1980*time.Microsecond || p.p999 != 1998*time.Microsecond || p.max != 2000*time.Microsecond {
+		t.Errorf("got %+v", p)
+	}
+	s := newSummary("produce", "t", 2000, 2000, 0, time.Second, d)
+	if s.P999Ms != 1.998 {
+		t.Errorf("summary p99.9: %v", s.P999Ms)
+	}
+}
+
+func TestBenchProduceFlagValidation(t *testing.T) {
+	// All of these fail locally, before any broker is dialed.
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"rf without partitions", []string{"--replication-factor", "3"}, "give --partitions too"},
+		{"zero rf", []string{"-p", "3", "--replication-factor", "0"}, "--replication-factor must be positive or -1"},
+		{"negative rf", []string{"-p", "3", "-r", "-2"}, "--replication-factor must be positive or -1"},
+		{"bad acks", []string{"-p", "3", "-r", "3", "--acks", "2"}, "--acks"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--brokers", "127.0.0.1:1", "--timeout", "200ms", "bench", "produce", "x", "--records", "1"}, tc.args...)
+			_, _, err := run(t, "", args...)
+			wantErrContains(t, err, tc.want)
+		})
+	}
+}
+
+func TestBenchProduceOptionDefaults(t *testing.T) {
+	cmd := newBenchProduceCommand(&globalOptions{})
+	for flag, want := range map[string]string{"replication-factor": "-1", "acks": "-1", "partitions": "0"} {
+		if got := cmd.Flags().Lookup(flag).DefValue; got != want {
+			t.Errorf("--%s default: got %s, want %s", flag, got, want)
+		}
+	}
+	acks, err := parseAcks("-1")
+	if err != nil || acks != kgo.AllISRAcks() {
+		t.Errorf("default acks: %v, %v", acks, err)
 	}
 }
 

@@ -1,0 +1,162 @@
+package broker
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/weir-broker/weir/log"
+	"github.com/weir-broker/weir/log/logtest"
+)
+
+func TestLeaderTrackingISR(t *testing.T) {
+	start := time.Unix(1000, 0)
+	lag := 10 * time.Second
+	var lt leaderTracking
+	lt.reset(start)
+	replicas := []int32{1, 2, 3}
+	if got := lt.isr(1, replicas, start.Add(time.Second), lag); fmt.Sprint(got) != "[1 2 3]" {
+		t.Fatalf("new leader's ISR %v, want every replica until lag passes", got)
+	}
+	// 2 keeps up; 3 never reports.
+	lt.record(2, 100, 100, start.Add(2*time.Second))
+	if got := lt.isr(1, replicas, start.Add(11*time.Second), lag); fmt.Sprint(got) != "[1 2]" {
+		t.Fatalf("ISR %v after 11s, want [1 2]", got)
+	}
+	// 2 falls behind the leader's moving end but reaches, each time, the
+	// end the leader had at its previous report: still in sync.
+	now := start.Add(2 * time.Second)
+	for i := int64(1); i <= 20; i++ {
+		now = now.Add(time.Second)
+		lt.record(2, 100+10*(i-1), 100+10*i, now)
+	}
+	if got := lt.isr(1, replicas, now, lag); fmt.Sprint(got) != "[1 2]" {
+		t.Fatalf("ISR %v with a follower one report behind, want [1 2]", got)
+	}
+	// 2 stops progressing: it leaves once the lag passes.
+	stuck := now
+	for i := 0; i < 12; i++ {
+		now = now.Add(time.Second)
+		lt.record(2, 290, 400, now)
+	}
+	if got := lt.isr(1, replicas, now, lag); fmt.Sprint(got) != "[1]" {
+		t.Fatalf("ISR %v %v after the follower stalled, want [1]", got, now.Sub(stuck))
+	}
+	// It catches up and is back at once.
+	lt.record(2, 400, 400, now)
+	if got := lt.isr(1, replicas, now, lag); fmt.Sprint(got) != "[1 2]" {
+		t.Fatalf("ISR %v after catching up, want [1 2]", got)
+	}
+	if !lt.caughtUp(2, 400) || lt.caughtUp(3, 0) {
+		t.Fatal("caughtUp: want 2 caught up and 3 unknown")
+	}
+}
+
+// readAll returns every byte of a partition's log.
+func readAll(t *testing.T, p *Partition) []byte {
+	t.Helper()
+	data, err := p.log.Read(p.LogStartOffset(), 1<<30, log.Obligatory, p.HighWatermark())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// A restart that finds the log behind its Raft log (the page cache lost
+// unsynced appends) truncates to the checkpoint and re-applies the
+// entries after it: the same batches at the same offsets with the same
+// epochs.
+func TestReplicaReplaysRaftLogAfterCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	b := openTestBroker(t, dir)
+	tp := mustCreate(t, b, "replay", 1, nil)
+	pid, epoch, err := b.InitProducerID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 6; i++ {
+		produceBatch(t, b, "replay", 0, idem(pid, epoch, int32(3*i), 3))
+	}
+	p := tp.Partition(0)
+	want, hwm := readAll(t, p), p.HighWatermark()
+	pdir := p.dir
+	b.Close()
+
+	// As if only the first checkpoint had been durable.
+	if err := os.WriteFile(filepath.Join(pdir, checkpointFile), []byte(checkpointHeader+"\n0 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b = openTestBroker(t, dir)
+	p = b.Topic("replay").Partition(0)
+	if p.HighWatermark() != hwm {
+		t.Fatalf("hwm after replay %d, want %d", p.HighWatermark(), hwm)
+	}
+	if got := readAll(t, p); !bytes.Equal(got, want) {
+		t.Fatalf("replayed log differs: %d bytes, want %d", len(got), len(want))
+	}
+	// Producer state came back with the log: a retry is recognised.
+	if got := produceBatch(t, b, "replay", 0, idem(pid, epoch, 15, 3)); got != 15 {
+		t.Fatalf("retry after replay: offset %d, want 15", got)
+	}
+}
+
+// Leader epochs are Raft terms, stamped into batches and reported to the
+// controller; a restart (new election) raises the epoch.
+func TestLeaderEpochIsRaftTerm(t *testing.T) {
+	dir := t.TempDir()
+	b := openTestBroker(t, dir)
+	tp := mustCreate(t, b, "epochs", 1, nil)
+	p := tp.Partition(0)
+	first := p.LeaderEpoch()
+	if first < 1 {
+		t.Fatalf("leader epoch %d, want a Raft term >= 1", first)
+	}
+	produceBatch(t, b, "epochs", 0, logtest.Batch{Records: 1})
+	b.Close()
+	b = openTestBroker(t, dir)
+	p = b.Topic("epochs").Partition(0)
+	if p.LeaderEpoch() <= first {
+		t.Fatalf("leader epoch after restart %d, want above %d", p.LeaderEpoch(), first)
+	}
+	produceBatch(t, b, "epochs", 0, logtest.Batch{Records: 1})
+	var epochs []int32
+	if err := p.log.Batches(0, func(h log.BatchHeader) bool { epochs = append(epochs, h.PartitionLeaderEpoch); return true }); err != nil {
+		t.Fatal(err)
+	}
+	if len(epochs) != 2 || epochs[0] != first || epochs[1] != p.LeaderEpoch() {
+		t.Fatalf("batch epochs %v, want [%d %d]", epochs, first, p.LeaderEpoch())
+	}
+	if e, end := p.EndOffsetForEpoch(first); e != first || end != 1 {
+		t.Fatalf("end of epoch %d: (%d, %d), want (%d, 1)", first, e, end, first)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for b.PartitionInfos(b.Topic("epochs"))[0].LeaderEpoch != p.LeaderEpoch() {
+		if time.Now().After(deadline) {
+			t.Fatalf("controller still has epoch %d, want %d", b.PartitionInfos(b.Topic("epochs"))[0].LeaderEpoch, p.LeaderEpoch())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A snapshot fsyncs the log and moves the checkpoint to what it covers.
+func TestSnapshotWritesCheckpoint(t *testing.T) {
+	b := openTestBroker(t, t.TempDir())
+	tp := mustCreate(t, b, "snap", 1, nil)
+	for i := 0; i < 4; i++ {
+		produceBatch(t, b, "snap", 0, logtest.Batch{Records: 2})
+	}
+	p := tp.Partition(0)
+	if err := p.group.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	c, ok, err := readPartitionCheckpoint(p.dir)
+	if err != nil || !ok {
+		t.Fatalf("checkpoint: %v %v", ok, err)
+	}
+	if c.End != 8 || c.Index == 0 {
+		t.Fatalf("checkpoint %+v, want end 8 at a non-zero index", c)
+	}
+}
