@@ -34,6 +34,8 @@ for b in bin/weir bin/weirctl; do
 	[ -x "$b" ] || { echo "bench-replication: $b missing; run make build" >&2; exit 1; }
 done
 [ "$warmup" -ge 1 ] || warmup=1
+[ "$rounds" -ge 1 ] || { echo "bench-replication: BENCH_ROUNDS must be >= 1" >&2; exit 2; }
+[ "$run_timeout" -ge 15 ] || { echo "bench-replication: BENCH_RUN_TIMEOUT must be >= 15" >&2; exit 2; }
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/weir-bench-replication.XXXXXX")
 pids=()
@@ -158,21 +160,51 @@ echo "== warm-up: create bench-rf1 and bench-rf3 ($partitions partitions each), 
 bench 1 "$warmup" warmup-rf1
 bench 3 "$warmup" warmup-rf3
 wait_healthy "after warm-up"
-python3 - "$brokers" <<'EOF' || fail "topic metadata check failed"
+
+# The leader balancer hands a partition's leadership to its preferred
+# (first) replica once the current leader has held it for a while; waiting
+# for that here keeps a leadership transfer out of the measured runs.
+# topic_layout exits 0 when both topics have the asked-for replication
+# factor, a full ISR and every leader on its preferred replica, 2 when they
+# are not there yet, 1 when something is wrong; --print shows the layout.
+topic_layout() {
+	python3 - "$brokers" "$@" <<'PY'
 import json, subprocess, sys
+settled = True
 for rf in (1, 3):
     out = subprocess.run(["./bin/weirctl", "--brokers", sys.argv[1], "--timeout", "5s", "--format", "json",
                           "topic", "describe", f"bench-rf{rf}"], capture_output=True, text=True, timeout=15)
     if out.returncode != 0:
-        sys.exit(f"topic describe bench-rf{rf}: {out.stderr.strip()}")
+        print(f"topic describe bench-rf{rf}: {out.stderr.strip()}", file=sys.stderr)
+        sys.exit(1)
     d = json.loads(out.stdout)
     d = d[0] if isinstance(d, list) else d
     parts = d["partitions"]
-    shape = ", ".join(f"p{p['partition']}: leader {p['leader']} replicas {p['replicas']} isr {p['isr']}" for p in parts)
-    print(f"   bench-rf{rf}: {shape}")
+    if "--print" in sys.argv:
+        shape = ", ".join(f"p{p['partition']}: leader {p['leader']} replicas {p['replicas']} isr {p['isr']}" for p in parts)
+        print(f"   bench-rf{rf}: {shape}")
     if any(len(p["replicas"]) != rf for p in parts):
-        sys.exit(f"bench-rf{rf}: replication factor is not {rf}")
-EOF
+        print(f"bench-rf{rf}: replication factor is not {rf}", file=sys.stderr)
+        sys.exit(1)
+    settled = settled and all(p["leader"] == p["replicas"][0] and len(p["isr"]) == rf for p in parts)
+sys.exit(0 if settled else 2)
+PY
+}
+deadline=$((SECONDS + ready_timeout))
+while :; do
+	rc=0
+	topic_layout || rc=$?
+	[ "$rc" -eq 1 ] && fail "topic metadata check failed"
+	[ "$rc" -eq 0 ] && break
+	if [ "$SECONDS" -ge "$deadline" ]; then
+		echo "   note: leaders not all on their preferred replicas after ${ready_timeout}s; measuring anyway"
+		break
+	fi
+	sleep 1
+done
+rc=0
+topic_layout --print || rc=$?
+[ "$rc" -ne 1 ] || fail "topic metadata check failed"
 
 # log_problems: how many WARN and ERROR lines each node logged, and the
 # first few ERRORs, so that a broker complaining during a clean-looking run

@@ -63,16 +63,17 @@ func (b *Broker) openController() error {
 	if _, port, _ := net.SplitHostPort(addr); port == "0" {
 		addr = ln.Addr().String()
 	}
-	mux, err := raft.NewMux(ln, raft.MuxConfig{Advertise: addr, Logger: b.logger, Registerer: b.registerer})
+	incarnation, err := loadIncarnation(b.node.DataDir)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	c := &controllerNode{mux: mux, changed: make(chan struct{}, 1), progress: make(chan struct{})}
-	if c.incarnation, err = loadIncarnation(b.node.DataDir); err != nil {
-		mux.Close()
+	mux, err := raft.NewMux(ln, raft.MuxConfig{Advertise: addr, Logger: b.logger, Registerer: b.registerer, Identity: incarnation.String()})
+	if err != nil {
+		ln.Close()
 		return err
 	}
+	c := &controllerNode{mux: mux, incarnation: incarnation, changed: make(chan struct{}, 1), progress: make(chan struct{})}
 	c.state = controller.New(controller.Options{ValidateTopicConfig: ValidateTopicConfig, Properties: b.props.Registry()})
 	c.state.Subscribe(func(controller.Change) {
 		select {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weir-broker/weir/raft"
 	"github.com/weir-broker/weir/raft/controller"
 )
 
@@ -146,6 +147,7 @@ func (b *Broker) reportProgress() {
 			continue
 		}
 		id, addr := p.group.Leader()
+		addr, _ = raft.SplitMemberAddr(addr)
 		if addr == "" || id == self {
 			continue
 		}
@@ -224,10 +226,69 @@ func (b *Broker) maintainLeaders() {
 				b.logger.Info("in-sync replicas changed", "topic", p.topic.Name, "partition", p.Index, "isr", isr)
 			}
 		}
+		if b.maintainMembers(p, cp, v, now) {
+			continue
+		}
 		if balance {
 			b.balanceLeader(p, cp, isr, now, v)
 		}
 	}
+}
+
+// maintainMembers keeps the group's configuration naming each replica's
+// current incarnation and address. A replica whose incarnation changed
+// (its data was replaced) is demoted to a non-voter at its new address,
+// so it is caught up without voting on a log it does not have, and
+// promoted back once it reached the leader's log end. A replica that only
+// moved its RPC address keeps its vote. It reports whether it changed
+// anything.
+func (b *Broker) maintainMembers(p *Partition, cp controller.Partition, v *controller.View, now time.Time) bool {
+	servers, err := p.group.Configuration()
+	if err != nil {
+		return false
+	}
+	self := strconv.Itoa(int(b.node.NodeID))
+	for _, s := range servers {
+		if s.ID == self {
+			continue
+		}
+		id, err := strconv.Atoi(s.ID)
+		if err != nil || !slices.Contains(cp.Replicas, int32(id)) || !v.Live(int32(id), now) {
+			continue
+		}
+		want := b.memberAddr(int32(id), v)
+		_, wantIncarnation := raft.SplitMemberAddr(want)
+		_, haveIncarnation := raft.SplitMemberAddr(s.Addr)
+		ctx, cancel := context.WithTimeout(context.Background(), replicaOpTimeout)
+		var change string
+		switch {
+		case s.Addr != want && s.Voter && haveIncarnation != "" && haveIncarnation != wantIncarnation:
+			change = "demoted a replica with new data to catch up"
+			if err = p.group.DemoteVoter(ctx, s.ID); err == nil {
+				err = p.group.AddNonvoter(ctx, s.ID, want)
+			}
+		case s.Addr != want && s.Voter:
+			change = "updated a replica's address"
+			err = p.group.AddVoter(ctx, s.ID, want)
+		case s.Addr != want:
+			change = "updated a catching-up replica's address"
+			err = p.group.AddNonvoter(ctx, s.ID, want)
+		case !s.Voter && p.tracking.caughtUp(int32(id), p.HighWatermark()):
+			change = "promoted a caught-up replica to voter"
+			err = p.group.AddVoter(ctx, s.ID, want)
+		}
+		cancel()
+		if change == "" {
+			continue
+		}
+		if err != nil {
+			b.logger.Warn("partition group membership", "topic", p.topic.Name, "partition", p.Index, "replica", id, "change", change, "err", err)
+		} else {
+			b.logger.Info("partition group membership", "topic", p.topic.Name, "partition", p.Index, "replica", id, "change", change)
+		}
+		return true
+	}
+	return false
 }
 
 // balanceLeader moves leadership to the preferred replica when it is in

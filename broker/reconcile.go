@@ -22,7 +22,7 @@ func (b *Broker) reconcile(v *controller.View) {
 		wanted[id] = true
 		t := b.byID[id]
 		if t == nil {
-			t = &Topic{Name: ct.Name, ID: id}
+			t = &Topic{Name: ct.Name, ID: id, ReplicationFactor: int16(ct.ReplicationFactor())}
 			empty := []*Partition{}
 			t.parts.Store(&empty)
 			t.configs.Store(&map[string]string{})

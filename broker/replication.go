@@ -85,10 +85,18 @@ func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *
 	}
 	p.group = g
 	if !g.HasExistingState() {
-		if cp.LeaderTerm == 0 {
+		switch {
+		case cp.LeaderTerm == 0, len(cp.Replicas) == 1:
+			// A new partition, or a sole replica whose data is gone:
+			// nobody else holds it.
 			err = g.Bootstrap(b.replicaServers(cp, v))
-		} else {
-			b.logger.Warn("joining a partition group that already ran without Raft state: the leader will catch this replica up",
+		default:
+			// The group's configuration names this broker's former
+			// incarnation, which the mux no longer answers for: this
+			// replica can neither vote nor take entries until the leader
+			// re-adds it as a non-voter (maintainMembers) and, once it
+			// caught up, as a voter.
+			b.logger.Warn("partition replica has no Raft state; waiting for the leader to re-add and catch it up",
 				"topic", t.Name, "partition", index)
 		}
 	}
@@ -118,16 +126,23 @@ func soloRaftTimeouts() (heartbeat, election, lease time.Duration) {
 func (b *Broker) replicaServers(cp controller.Partition, v *controller.View) []raft.Server {
 	servers := make([]raft.Server, 0, len(cp.Replicas))
 	for _, id := range cp.Replicas {
-		addr := ""
-		if reg, ok := v.Broker(id); ok {
-			addr = reg.RPCAddr
-		}
-		if id == b.node.NodeID {
-			addr = b.ctrl.mux.Addr()
-		}
-		servers = append(servers, raft.Server{ID: strconv.Itoa(int(id)), Addr: addr, Voter: true})
+		servers = append(servers, raft.Server{ID: strconv.Itoa(int(id)), Addr: b.memberAddr(id, v), Voter: true})
 	}
 	return servers
+}
+
+// memberAddr is a broker's address in partition group configurations:
+// its RPC address and the incarnation that must answer there, so a broker
+// whose data was replaced is not taken for its former self.
+func (b *Broker) memberAddr(id int32, v *controller.View) string {
+	if id == b.node.NodeID {
+		return raft.MemberAddr(b.ctrl.mux.Addr(), b.ctrl.incarnation.String())
+	}
+	reg, ok := v.Broker(id)
+	if !ok {
+		return ""
+	}
+	return raft.MemberAddr(reg.RPCAddr, reg.Incarnation.String())
 }
 
 // signalStop stops the replica's background work (once).
@@ -361,6 +376,7 @@ type partitionReadRequest struct {
 // pullRecords copies batches [from, upTo) from the partition's leader.
 func (b *Broker) pullRecords(p *Partition, from, upTo int64) (recordChunk, error) {
 	_, addr := p.group.Leader()
+	addr, _ = raft.SplitMemberAddr(addr)
 	if addr == "" {
 		return recordChunk{}, errors.New("no leader to copy records from")
 	}

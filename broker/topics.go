@@ -29,6 +29,9 @@ const maxTopicNameLen = 249
 type Topic struct {
 	Name string
 	ID   TopicID
+	// ReplicationFactor is the number of replicas of each partition,
+	// fixed at creation.
+	ReplicationFactor int16
 
 	parts    atomic.Pointer[[]*Partition]
 	configs  atomic.Pointer[map[string]string] // explicit topic configs
@@ -204,7 +207,7 @@ func (b *Broker) awaitLeaders(t *Topic) {
 // detachedTopic describes a topic that does not exist here (validate-only
 // answers).
 func detachedTopic(ct *controller.Topic) *Topic {
-	t := &Topic{Name: ct.Name, ID: TopicID(ct.ID)}
+	t := &Topic{Name: ct.Name, ID: TopicID(ct.ID), ReplicationFactor: int16(ct.ReplicationFactor())}
 	configs := ct.Configs
 	if configs == nil {
 		configs = map[string]string{}

@@ -295,6 +295,22 @@ func TestReplicationWipedReplicaCatchesUp(t *testing.T) {
 		t.Errorf("node %d caught up without installing a snapshot of %s, although the leader's Raft log was trimmed (snapshots %v)", victim.NodeID, group, snaps)
 	}
 
+	// The leader took it back as a non-voter first (its former
+	// incarnation's vote must not count) and promoted it once caught up.
+	// Leadership may have moved meanwhile, so every broker's log counts.
+	pollUntil(t, 30*time.Second, "the wiped replica's demotion and promotion in the leaders' logs", func() error {
+		var logs strings.Builder
+		for _, b := range bs {
+			logs.WriteString(b.Log())
+		}
+		for _, want := range []string{"demoted a replica with new data to catch up", "promoted a caught-up replica to voter"} {
+			if !strings.Contains(logs.String(), want) {
+				return fmt.Errorf("no broker has logged %q", want)
+			}
+		}
+		return nil
+	})
+
 	// It follows live replication too.
 	p.produceSync(50)
 	t.Logf("%s", p.summary())

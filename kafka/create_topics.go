@@ -44,7 +44,7 @@ func (s *Server) handleCreateTopics(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 		}
 		st.TopicID = t.ID
 		st.NumPartitions = int32(len(t.Partitions()))
-		st.ReplicationFactor = 1
+		st.ReplicationFactor = t.ReplicationFactor
 		for _, e := range s.broker.TopicConfig(t) {
 			value := e.Value
 			sc := kmsg.NewCreateTopicsResponseTopicConfig()

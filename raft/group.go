@@ -252,6 +252,15 @@ func (g *Group) AddNonvoter(ctx context.Context, id, addr string) error {
 	return g.translate(wait(ctx, g.raft.AddNonvoter(hraft.ServerID(id), hraft.ServerAddress(addr), 0, timeout)))
 }
 
+// DemoteVoter makes a voting member a non-voter. Leader only.
+func (g *Group) DemoteVoter(ctx context.Context, id string) error {
+	timeout, err := ctxTimeout(ctx)
+	if err != nil {
+		return err
+	}
+	return g.translate(wait(ctx, g.raft.DemoteVoter(hraft.ServerID(id), 0, timeout)))
+}
+
 // RemoveServer removes a member. Leader only.
 func (g *Group) RemoveServer(ctx context.Context, id string) error {
 	timeout, err := ctxTimeout(ctx)

@@ -25,6 +25,16 @@ import (
 //	|                   |         |         | [A-Za-z0-9._-]      |
 //	+----+----+----+----+---------+---------+---------------------+
 //
+// Version 2 adds the identity of the member the dialer means to reach,
+// from a member address "host:port#identity" (MemberAddr):
+//
+//	| 'WRFT' | 2 | namelen | group name | idlen (0..255) | identity |
+//
+// A node whose MuxConfig.Identity differs closes the stream: a broker
+// whose data directory was replaced (a new incarnation) is not reached
+// through a group configuration that names its former self, so it can
+// neither vote nor take entries there until the leader re-adds it.
+//
 // The accepting side answers nothing: after the header the stream belongs
 // to the group's raft.NetworkTransport. A connection whose header is not
 // complete within MuxConfig.HeaderTimeout, has the wrong magic or version,
@@ -33,16 +43,36 @@ import (
 // is a new version byte; an old node closes it, and the dialer's group
 // sees an ordinary failed RPC.
 const (
-	headerMagic   = "WRFT"
-	headerVersion = 1
-	headerFixed   = len(headerMagic) + 2
-	maxGroupName  = 255
+	headerMagic     = "WRFT"
+	headerVersion   = 1
+	headerVersionID = 2
+	headerFixed     = len(headerMagic) + 2
+	maxGroupName    = 255
+	// memberSep separates a member address's dial address and identity.
+	memberSep = "#"
 )
+
+// MemberAddr is the address of a group member that must be the process
+// with identity to be reached ("" reaches whoever listens at addr).
+func MemberAddr(addr, identity string) string {
+	if identity == "" {
+		return addr
+	}
+	return addr + memberSep + identity
+}
+
+// SplitMemberAddr splits a member address into the address to dial and
+// the identity expected there.
+func SplitMemberAddr(member string) (addr, identity string) {
+	addr, identity, _ = strings.Cut(member, memberSep)
+	return addr, identity
+}
 
 // Rejection reasons, the values of the mux connection metric's reason label.
 const (
 	rejectBadHeader    = "bad_header"
 	rejectUnknownGroup = "unknown_group"
+	rejectWrongMember  = "wrong_member"
 	rejectClosed       = "closed"
 )
 
@@ -58,6 +88,9 @@ type MuxConfig struct {
 	// HeaderTimeout bounds how long an inbound connection may take to send
 	// its header. Default 5 s.
 	HeaderTimeout time.Duration
+	// Identity names this process (the broker's incarnation): streams
+	// dialed to a member address with another identity are refused.
+	Identity string
 }
 
 // Mux owns a broker's Raft listener and routes each inbound connection to
@@ -69,6 +102,7 @@ type Mux struct {
 	log       *slog.Logger
 	metrics   *metrics
 	headerTO  time.Duration
+	identity  string
 
 	mu      sync.Mutex
 	layers  map[string]*layer // group → accept queue, by mu
@@ -90,6 +124,7 @@ func NewMux(ln net.Listener, cfg MuxConfig) (*Mux, error) {
 		advertise: cfg.Advertise,
 		log:       cfg.Logger,
 		headerTO:  cfg.HeaderTimeout,
+		identity:  cfg.Identity,
 		layers:    make(map[string]*layer),
 		groups:    make(map[string]*Group),
 		pending:   make(map[net.Conn]bool),
@@ -188,7 +223,7 @@ func (m *Mux) newLayer(group string) (*layer, error) {
 	l := &layer{
 		mux:   m,
 		group: group,
-		hdr:   encodeHeader(group),
+		hdr:   encodeHeader(group, ""),
 		conns: make(chan net.Conn, 8),
 		done:  make(chan struct{}),
 		open:  make(map[net.Conn]bool),
@@ -245,7 +280,7 @@ func (m *Mux) acceptLoop() {
 // route reads c's header and hands c to its group's accept queue.
 func (m *Mux) route(c net.Conn) {
 	defer m.wg.Done()
-	group, err := readHeader(c, m.headerTO)
+	group, identity, err := readHeader(c, m.headerTO)
 	m.mu.Lock()
 	delete(m.pending, c)
 	l := m.layers[group]
@@ -258,6 +293,8 @@ func (m *Mux) route(c net.Conn) {
 		m.reject(c, rejectBadHeader, group, err)
 	case l == nil:
 		m.reject(c, rejectUnknownGroup, group, nil)
+	case identity != "" && identity != m.identity:
+		m.reject(c, rejectWrongMember, group, fmt.Errorf("stream for member %s, this is %s", identity, m.identity))
 	default:
 		if !l.deliver(c) {
 			m.reject(c, rejectClosed, group, nil)
@@ -282,41 +319,59 @@ func (m *Mux) removeLayer(l *layer) {
 	m.mu.Unlock()
 }
 
-func encodeHeader(group string) []byte {
-	h := make([]byte, 0, headerFixed+len(group))
+func encodeHeader(group, identity string) []byte {
+	h := make([]byte, 0, headerFixed+len(group)+1+len(identity))
 	h = append(h, headerMagic...)
-	h = append(h, headerVersion, byte(len(group)))
-	return append(h, group...)
+	if identity == "" {
+		h = append(h, headerVersion, byte(len(group)))
+		return append(h, group...)
+	}
+	h = append(h, headerVersionID, byte(len(group)))
+	h = append(h, group...)
+	h = append(h, byte(len(identity)))
+	return append(h, identity...)
 }
 
 // readHeader reads and checks a stream header under a deadline, then clears
 // the deadline: from then on NetworkTransport sets its own.
-func readHeader(c net.Conn, timeout time.Duration) (string, error) {
+func readHeader(c net.Conn, timeout time.Duration) (group, identity string, err error) {
 	if err := c.SetReadDeadline(time.Now().Add(timeout)); err != nil {
-		return "", err
+		return "", "", err
 	}
 	var fixed [headerFixed]byte
 	if _, err := io.ReadFull(c, fixed[:]); err != nil {
-		return "", fmt.Errorf("reading header: %w", err)
+		return "", "", fmt.Errorf("reading header: %w", err)
 	}
 	if string(fixed[:len(headerMagic)]) != headerMagic {
-		return "", fmt.Errorf("bad magic %q", fixed[:len(headerMagic)])
+		return "", "", fmt.Errorf("bad magic %q", fixed[:len(headerMagic)])
 	}
-	if v := fixed[len(headerMagic)]; v != headerVersion {
-		return "", fmt.Errorf("unsupported header version %d", v)
+	version := fixed[len(headerMagic)]
+	if version != headerVersion && version != headerVersionID {
+		return "", "", fmt.Errorf("unsupported header version %d", version)
 	}
 	n := int(fixed[len(headerMagic)+1])
 	if n == 0 {
-		return "", errors.New("empty group name")
+		return "", "", errors.New("empty group name")
 	}
 	name := make([]byte, n)
 	if _, err := io.ReadFull(c, name); err != nil {
-		return "", fmt.Errorf("reading group name: %w", err)
+		return "", "", fmt.Errorf("reading group name: %w", err)
 	}
 	if err := validGroupName(string(name)); err != nil {
-		return "", err
+		return "", "", err
 	}
-	return string(name), c.SetReadDeadline(time.Time{})
+	if version == headerVersionID {
+		var idLen [1]byte
+		if _, err := io.ReadFull(c, idLen[:]); err != nil {
+			return "", "", fmt.Errorf("reading identity: %w", err)
+		}
+		id := make([]byte, idLen[0])
+		if _, err := io.ReadFull(c, id); err != nil {
+			return "", "", fmt.Errorf("reading identity: %w", err)
+		}
+		identity = string(id)
+	}
+	return string(name), identity, c.SetReadDeadline(time.Time{})
 }
 
 // validGroupName keeps group names usable both in the header and as a
@@ -412,15 +467,20 @@ func (l *layer) Addr() net.Addr { return advertAddr(l.mux.advertise) }
 
 // Dial connects to a peer's mux and names this group.
 func (l *layer) Dial(address hraft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	addr, identity := SplitMemberAddr(string(address))
+	hdr := l.hdr
+	if identity != "" {
+		hdr = encodeHeader(l.group, identity)
+	}
 	d := net.Dialer{Timeout: timeout}
-	c, err := d.Dial("tcp", string(address))
+	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	if timeout > 0 {
 		c.SetWriteDeadline(time.Now().Add(timeout))
 	}
-	if _, err := c.Write(l.hdr); err != nil {
+	if _, err := c.Write(hdr); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("raft: writing stream header to %s: %w", address, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	hraft "github.com/hashicorp/raft"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -18,8 +19,8 @@ func TestHeaderRoundTrip(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	go a.Write(encodeHeader("controller"))
-	got, err := readHeader(b, time.Second)
+	go a.Write(encodeHeader("controller", ""))
+	got, _, err := readHeader(b, time.Second)
 	if err != nil || got != "controller" {
 		t.Fatalf("readHeader = %q, %v", got, err)
 	}
@@ -45,7 +46,7 @@ func TestMuxRejects(t *testing.T) {
 	}{
 		{"bad magic", []byte("HTTP/1.1 GET /\r\n")},
 		{"bad version", append([]byte("WRFT\x09\x05"), "alive"...)},
-		{"unknown group", encodeHeader("nosuchgroup")},
+		{"unknown group", encodeHeader("nosuchgroup", "")},
 		{"silent", []byte("WRF")}, // incomplete: the header deadline closes it
 	}
 	for _, c := range cases {
@@ -168,5 +169,70 @@ func TestHCLogFormatArgs(t *testing.T) {
 	}
 	if _, ok := in[1].(hclog.Format); !ok {
 		t.Fatal("the caller's slice was changed")
+	}
+}
+
+// TestMuxMemberIdentity: a stream dialed to a member address reaches the
+// node only when the node has that identity; plain addresses reach anyone.
+func TestMuxMemberIdentity(t *testing.T) {
+	a, b := net.Pipe()
+	go a.Write(encodeHeader("g", "inc-1"))
+	group, id, err := readHeader(b, time.Second)
+	a.Close()
+	b.Close()
+	if err != nil || group != "g" || id != "inc-1" {
+		t.Fatalf("readHeader = %q %q %v", group, id, err)
+	}
+	if addr, id := SplitMemberAddr(MemberAddr("127.0.0.1:1", "x")); addr != "127.0.0.1:1" || id != "x" {
+		t.Fatalf("SplitMemberAddr = %q %q", addr, id)
+	}
+	if MemberAddr("h:1", "") != "h:1" {
+		t.Fatal("MemberAddr without identity changed the address")
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewMux(ln, MuxConfig{Identity: "inc-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, err := m.Layer("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	dialer := &layer{group: "g", hdr: encodeHeader("g", "")}
+	for _, tc := range []struct {
+		identity string
+		want     bool
+	}{{"inc-1", false}, {"inc-2", true}, {"", true}} {
+		c, err := dialer.Dial(hraft.ServerAddress(MemberAddr(m.Addr(), tc.identity)), time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got := <-accepted:
+			got.Close()
+			if !tc.want {
+				t.Errorf("stream for %q reached a node with identity inc-2", tc.identity)
+			}
+		case <-time.After(time.Second):
+			if tc.want {
+				t.Errorf("stream for %q was not delivered", tc.identity)
+			}
+		}
+		c.Close()
 	}
 }

@@ -230,7 +230,7 @@ func (s *rpcState) get(ctx context.Context, key rpcKey, stream string) (rc *rpcC
 		return nil, false, err
 	}
 	rc = &rpcConn{
-		s: s, key: key, c: c, hdr: encodeHeader(stream),
+		s: s, key: key, c: c, hdr: encodeHeader(stream, ""),
 		resp:    make(chan rpcFrame, 1),
 		dead:    make(chan struct{}),
 		closing: make(chan struct{}),

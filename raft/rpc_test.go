@@ -412,7 +412,7 @@ func TestRPCFrameLimits(t *testing.T) {
 	}
 
 	// Raw connections with bad frames: each is closed without an answer.
-	hdr := encodeHeader(rpcStreamPrefix + "svc")
+	hdr := encodeHeader(rpcStreamPrefix+"svc", "")
 	for name, frame := range map[string][]byte{
 		"too large":  appendFrameHeader(nil, 0, 1, 0, RPCMaxPayload+1), // no payload follows
 		"version":    append([]byte{9}, appendFrameHeader(nil, 0, 1, 0, 0)[1:]...),
