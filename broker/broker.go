@@ -17,6 +17,7 @@ import (
 
 	"github.com/weir-broker/weir/broker/group"
 	"github.com/weir-broker/weir/config"
+	"github.com/weir-broker/weir/log"
 )
 
 // Options are what a Broker needs from the process that runs it.
@@ -31,6 +32,9 @@ type Options struct {
 	RetentionCheckInterval time.Duration
 	// Now is the clock; nil means time.Now. Tests set it.
 	Now func() time.Time
+	// LogFS is the storage partition logs live on; nil means the OS.
+	// Tests inject write and fsync failures through it.
+	LogFS log.FS
 }
 
 // Broker is one weir node.
@@ -40,6 +44,7 @@ type Broker struct {
 	registerer prometheus.Registerer
 	props      *config.Values // mirror of the controller's cluster properties
 	now        func() time.Time
+	logFS      log.FS
 
 	ctrl *controllerNode
 
@@ -89,6 +94,7 @@ func Open(opts Options) (*Broker, error) {
 		registerer: opts.Registerer,
 		props:      props,
 		now:        opts.Now,
+		logFS:      opts.LogFS,
 		byName:     map[string]*Topic{},
 		byID:       map[TopicID]*Topic{},
 		stop:       make(chan struct{}),

@@ -301,6 +301,7 @@ func (b *Broker) TopicConfig(t *Topic) []ConfigEntry {
 func (b *Broker) logConfigFor(t *Topic) log.Config {
 	c := logConfig(b.TopicConfig(t))
 	c.Now = b.now
+	c.FS = b.logFS
 	return c
 }
 
