@@ -115,10 +115,12 @@ func Open(opts Options) (*Broker, error) {
 		return fail(fmt.Errorf("group coordinator: %w", err))
 	}
 	b.awaitReplicaLeaders()
-	b.done.Add(1)
-	go b.replicationLoop()
-	b.done.Add(1)
-	go b.retentionLoop(opts.RetentionCheckInterval)
+	// Followers' progress reports, ISR updates and leader balancing.
+	b.every(replicaProgressEvery, func() {
+		b.reportProgress()
+		b.maintainLeaders()
+	})
+	b.every(opts.RetentionCheckInterval, func() { b.EnforceRetention(context.Background()) })
 	return b, nil
 }
 
@@ -203,18 +205,23 @@ func (b *Broker) Ready() bool {
 	return !b.closed
 }
 
-func (b *Broker) retentionLoop(every time.Duration) {
-	defer b.done.Done()
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-b.stop:
-			return
-		case <-tick.C:
-			b.EnforceRetention(context.Background())
+// every runs fn every interval on its own goroutine until the broker
+// stops.
+func (b *Broker) every(interval time.Duration, fn func()) {
+	b.done.Add(1)
+	go func() {
+		defer b.done.Done()
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-b.stop:
+				return
+			case <-tick.C:
+				fn()
+			}
 		}
-	}
+	}()
 }
 
 // EnforceRetention applies retention.ms and retention.bytes to every

@@ -188,8 +188,7 @@ func (b *Broker) register() error {
 		return fmt.Errorf("register broker %d: %w", b.node.NodeID, err)
 	}
 	c.epoch = res.BrokerEpoch
-	b.done.Add(1)
-	go b.heartbeatLoop()
+	b.every(heartbeatEvery, b.heartbeat)
 	return nil
 }
 
@@ -259,20 +258,11 @@ func (b *Broker) reconcileLoop() {
 	}
 }
 
-func (b *Broker) heartbeatLoop() {
-	defer b.done.Done()
-	tick := time.NewTicker(heartbeatEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-b.stop:
-			return
-		case <-tick.C:
-			_, err := b.propose(controller.Heartbeat{NodeID: b.node.NodeID, Epoch: b.ctrl.epoch})
-			if err != nil && !errors.Is(err, kerr.NotController) {
-				b.logger.Warn("controller heartbeat refused", "err", err)
-			}
-		}
+// heartbeat renews this broker's registration.
+func (b *Broker) heartbeat() {
+	_, err := b.propose(controller.Heartbeat{NodeID: b.node.NodeID, Epoch: b.ctrl.epoch})
+	if err != nil && !errors.Is(err, kerr.NotController) {
+		b.logger.Warn("controller heartbeat refused", "err", err)
 	}
 }
 

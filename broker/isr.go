@@ -120,23 +120,6 @@ func (lt *leaderTracking) caughtUp(node int32, leaderEnd int64) bool {
 	return f != nil && f.end >= leaderEnd
 }
 
-// replicationLoop runs the progress reports, ISR updates and leader
-// balancing every replicaProgressEvery.
-func (b *Broker) replicationLoop() {
-	defer b.done.Done()
-	tick := time.NewTicker(replicaProgressEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-b.stop:
-			return
-		case <-tick.C:
-			b.reportProgress()
-			b.maintainLeaders()
-		}
-	}
-}
-
 // reportProgress sends each leader broker the log ends of this broker's
 // follower replicas of its partitions.
 func (b *Broker) reportProgress() {
