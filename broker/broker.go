@@ -115,11 +115,11 @@ func Open(opts Options) (*Broker, error) {
 		return fail(fmt.Errorf("group coordinator: %w", err))
 	}
 	b.awaitReplicaLeaders()
-	// Followers' progress reports, ISR updates and leader balancing.
-	b.every(replicaProgressEvery, func() {
-		b.reportProgress()
-		b.maintainLeaders()
-	})
+	// Followers' progress reports run apart from the leaders' upkeep,
+	// whose controller proposals may wait: a late report would drop a
+	// caught-up follower from its leaders' ISR.
+	b.every(replicaProgressEvery, b.reportProgress)
+	b.every(replicaProgressEvery, b.maintainLeaders)
 	b.every(opts.RetentionCheckInterval, func() { b.EnforceRetention(context.Background()) })
 	return b, nil
 }

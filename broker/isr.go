@@ -177,15 +177,18 @@ func (b *Broker) servePartitionProgress(_ context.Context, _ string, data []byte
 }
 
 // maintainLeaders reports ISR changes of the partitions led here and
-// hands leadership to preferred replicas that are back in sync.
+// hands leadership to preferred replicas that are back in sync. Reports
+// go out concurrently (a few at a time), each computed just before it is
+// proposed, so one slow proposal neither delays the others nor makes
+// them stale.
 func (b *Broker) maintainLeaders() {
 	v := b.ctrl.state.View()
-	now := time.Now()
 	lagMax := time.Duration(b.props.Int("replica_lag_time_max_ms")) * time.Millisecond
 	balance := b.props.Bool("enable_leader_balancer")
+	sem := make(chan struct{}, maxConcurrentReports)
+	var wg sync.WaitGroup
 	for _, p := range b.localReplicas() {
-		epoch := p.LeaderEpoch()
-		if epoch < 0 {
+		if p.LeaderEpoch() < 0 {
 			continue
 		}
 		ct := v.TopicByID(controller.TopicID(p.topic.ID))
@@ -193,29 +196,50 @@ func (b *Broker) maintainLeaders() {
 			continue
 		}
 		cp := ct.Partitions[p.Index]
-		isr := p.tracking.isr(b.node.NodeID, cp.Replicas, now, lagMax)
-		p.tracking.mu.Lock()
-		changed := !slices.Equal(isr, p.tracking.reportedISR)
-		p.tracking.mu.Unlock()
-		if changed {
-			_, err := b.propose(controller.ReportLeader{
-				TopicID: controller.TopicID(p.topic.ID), Partition: p.Index,
-				Leader: b.node.NodeID, LeaderEpoch: epoch, Term: uint64(epoch), ISR: isr,
-			})
-			if err == nil {
-				p.tracking.mu.Lock()
-				p.tracking.reportedISR = isr
-				p.tracking.mu.Unlock()
-				b.logger.Info("in-sync replicas changed", "topic", p.topic.Name, "partition", p.Index, "isr", isr)
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			b.reportISR(p, cp, lagMax)
+			if b.maintainMembers(p, cp, v, time.Now()) {
+				return
 			}
-		}
-		if b.maintainMembers(p, cp, v, now) {
-			continue
-		}
-		if balance {
-			b.balanceLeader(p, cp, isr, now, v)
-		}
+			if balance {
+				b.balanceLeader(p, cp, time.Now(), lagMax, v)
+			}
+		}()
 	}
+	wg.Wait()
+}
+
+// maxConcurrentReports bounds the controller proposals one broker's
+// leader upkeep has in flight.
+const maxConcurrentReports = 8
+
+// reportISR tells the controller the partition's ISR when it changed.
+func (b *Broker) reportISR(p *Partition, cp controller.Partition, lagMax time.Duration) {
+	epoch := p.LeaderEpoch()
+	if epoch < 0 {
+		return
+	}
+	isr := p.tracking.isr(b.node.NodeID, cp.Replicas, time.Now(), lagMax)
+	p.tracking.mu.Lock()
+	changed := !slices.Equal(isr, p.tracking.reportedISR)
+	p.tracking.mu.Unlock()
+	if !changed {
+		return
+	}
+	_, err := b.propose(controller.ReportLeader{
+		TopicID: controller.TopicID(p.topic.ID), Partition: p.Index,
+		Leader: b.node.NodeID, LeaderEpoch: epoch, Term: uint64(epoch), ISR: isr,
+	})
+	if err != nil {
+		return
+	}
+	p.tracking.mu.Lock()
+	p.tracking.reportedISR = isr
+	p.tracking.mu.Unlock()
+	b.logger.Info("in-sync replicas changed", "topic", p.topic.Name, "partition", p.Index, "isr", isr)
 }
 
 // maintainMembers keeps the group's configuration naming each replica's
@@ -276,11 +300,12 @@ func (b *Broker) maintainMembers(p *Partition, cp controller.Partition, v *contr
 
 // balanceLeader moves leadership to the preferred replica when it is in
 // sync, fully caught up and live, and this leadership has settled.
-func (b *Broker) balanceLeader(p *Partition, cp controller.Partition, isr []int32, now time.Time, v *controller.View) {
-	if len(cp.Replicas) < 2 || cp.Replicas[0] == b.node.NodeID {
+func (b *Broker) balanceLeader(p *Partition, cp controller.Partition, now time.Time, lagMax time.Duration, v *controller.View) {
+	if len(cp.Replicas) < 2 || cp.Replicas[0] == b.node.NodeID || p.LeaderEpoch() < 0 {
 		return
 	}
 	preferred := cp.Replicas[0]
+	isr := p.tracking.isr(b.node.NodeID, cp.Replicas, now, lagMax)
 	p.tracking.mu.Lock()
 	settled := now.Sub(p.tracking.since) >= leaderBalanceHoldoff
 	p.tracking.mu.Unlock()
