@@ -43,8 +43,12 @@ type Broker struct {
 	logger     *slog.Logger
 	registerer prometheus.Registerer
 	props      *config.Values // mirror of the controller's cluster properties
-	now        func() time.Time
-	logFS      log.FS
+
+	// checkEnterprise, when set, vets each cluster property change
+	// (the enterprise-license check); nil allows everything.
+	checkEnterprise func(name, value string) error
+	now             func() time.Time
+	logFS           log.FS
 
 	ctrl *controllerNode
 

@@ -13,7 +13,11 @@ import (
 // configs, and disappear with their files and the groups' offsets of
 // them. Cluster properties are mirrored into b.props.
 func (b *Broker) reconcile(v *controller.View) {
+	before := b.props.Version()
 	b.mirrorProperties(v)
+	// A changed cluster property may be the default of topic configs the
+	// partitions' logs use (retention, segment size): re-resolve them all.
+	propsChanged := b.props.Version() != before
 	var removed []*Topic
 	b.mu.Lock()
 	wanted := map[TopicID]bool{}
@@ -29,12 +33,14 @@ func (b *Broker) reconcile(v *controller.View) {
 			b.byName[t.Name] = t
 			b.byID[id] = t
 		}
-		if !maps.Equal(t.Configs(), ct.Configs) {
-			configs := maps.Clone(ct.Configs)
-			if configs == nil {
-				configs = map[string]string{}
+		if topicChanged := !maps.Equal(t.Configs(), ct.Configs); topicChanged || propsChanged {
+			if topicChanged {
+				configs := maps.Clone(ct.Configs)
+				if configs == nil {
+					configs = map[string]string{}
+				}
+				t.configs.Store(&configs)
 			}
-			t.configs.Store(&configs)
 			cfg := b.logConfigFor(t)
 			for _, p := range t.partitions() {
 				if p != nil {

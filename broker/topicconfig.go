@@ -17,7 +17,7 @@ type ConfigSource int8
 
 const (
 	SourceTopic          ConfigSource = 1 // TOPIC_CONFIG
-	SourceClusterDefault ConfigSource = 4 // DYNAMIC_DEFAULT_BROKER_CONFIG
+	SourceClusterDefault ConfigSource = 3 // DYNAMIC_DEFAULT_BROKER_CONFIG
 	SourceDefault        ConfigSource = 5 // DEFAULT_CONFIG
 )
 
@@ -39,6 +39,9 @@ type ConfigEntry struct {
 	Sensitive bool
 	Doc       string
 	Type      int8 // Kafka's ConfigType: 1 boolean, 2 string, 3 int, 5 long, 7 list
+	// Synonyms, when set, are the DescribeConfigs synonyms in order of
+	// preference (only Name, Value and Source are used).
+	Synonyms []ConfigEntry
 }
 
 func topicConfigDefs() []topicConfigDef {

@@ -9,8 +9,9 @@ package kafka
 //     set, as Kafka does. Values are validated (INVALID_CONFIG) and the
 //     change reaches the partitions' logs at once. validate_only changes
 //     nothing.
-//   - BROKER resources: cluster properties are not changed through these
-//     APIs yet; the request gets INVALID_REQUEST saying so.
+//   - BROKER resources: the cluster default ("") changes the cluster
+//     properties through the controller; a specific broker id is
+//     INVALID_REQUEST. broker_configs.go has the details.
 
 import (
 	"fmt"
@@ -85,10 +86,7 @@ func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, ops []b
 		}
 		return s.broker.AlterTopicConfig(name, ops, validateOnly)
 	case kmsg.ConfigResourceTypeBroker:
-		if err := s.checkBrokerResource(name); err != nil {
-			return err
-		}
-		return fmt.Errorf("%w: cluster properties cannot be changed through the Kafka API in this version", kerr.InvalidRequest)
+		return s.alterClusterProperties(name, ops, replace, validateOnly)
 	default:
 		return fmt.Errorf("%w: resource type %d is not supported", kerr.InvalidRequest, typ)
 	}

@@ -11,19 +11,17 @@ package kafka
 //     otherwise. config_names narrows the list. Unknown topics are
 //     UNKNOWN_TOPIC_OR_PARTITION.
 //   - BROKER resources (this node's id, or "" for the cluster default):
-//     the cluster properties, read-only here.
+//     the cluster properties, as broker_configs.go describes.
 //   - Synonyms (v1+) list the topic value and the cluster default it
 //     overrides; documentation (v3+) on request.
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/broker"
-	"github.com/weir-broker/weir/config"
 )
 
 func (s *Server) handleDescribeConfigs(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
@@ -32,7 +30,7 @@ func (s *Server) handleDescribeConfigs(c *clientConn, kreq kmsg.Request) (kmsg.R
 	for _, rr := range req.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		entries, err := s.describeResource(rr.ResourceType, rr.ResourceName)
+		entries, err := s.describeResource(rr.ResourceType, rr.ResourceName, rr.ConfigNames)
 		if err != nil {
 			sr.ErrorCode, sr.ErrorMessage = errorCode(err), errorMessage(err)
 			resp.Resources = append(resp.Resources, sr)
@@ -60,7 +58,14 @@ func describedConfig(e broker.ConfigEntry, req *kmsg.DescribeConfigsRequest) kms
 	sc.Source = kmsg.ConfigSource(e.Source)
 	sc.IsDefault = e.Source == broker.SourceDefault
 	sc.ConfigType = kmsg.ConfigType(e.Type)
-	if req.IncludeSynonyms {
+	if req.IncludeSynonyms && len(e.Synonyms) > 0 {
+		for _, se := range e.Synonyms {
+			v := se.Value
+			syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			syn.Name, syn.Value, syn.Source = se.Name, &v, kmsg.ConfigSource(se.Source)
+			sc.ConfigSynonyms = append(sc.ConfigSynonyms, syn)
+		}
+	} else if req.IncludeSynonyms {
 		syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
 		syn.Name, syn.Value, syn.Source = e.Name, &value, kmsg.ConfigSource(e.Source)
 		sc.ConfigSynonyms = append(sc.ConfigSynonyms, syn)
@@ -72,7 +77,7 @@ func describedConfig(e broker.ConfigEntry, req *kmsg.DescribeConfigsRequest) kms
 	return sc
 }
 
-func (s *Server) describeResource(typ kmsg.ConfigResourceType, name string) ([]broker.ConfigEntry, error) {
+func (s *Server) describeResource(typ kmsg.ConfigResourceType, name string, names []string) ([]broker.ConfigEntry, error) {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
 		t := s.broker.Topic(name)
@@ -84,38 +89,8 @@ func (s *Server) describeResource(typ kmsg.ConfigResourceType, name string) ([]b
 		if err := s.checkBrokerResource(name); err != nil {
 			return nil, err
 		}
-		return clusterPropertyEntries(s.broker.Properties()), nil
+		return clusterPropertyEntries(s.broker.Properties(), names), nil
 	default:
 		return nil, fmt.Errorf("%w: resource type %d is not supported", kerr.InvalidRequest, typ)
 	}
-}
-
-func (s *Server) checkBrokerResource(name string) error {
-	if name == "" || name == strconv.Itoa(int(s.broker.NodeID())) {
-		return nil
-	}
-	return fmt.Errorf("%w: broker %q is not this broker (%d)", kerr.InvalidRequest, name, s.broker.NodeID())
-}
-
-func clusterPropertyEntries(v *config.Values) []broker.ConfigEntry {
-	reg := v.Registry()
-	var out []broker.ConfigEntry
-	for _, name := range reg.Names() {
-		p, _ := reg.Lookup(name)
-		value, set := v.Get(name)
-		e := broker.ConfigEntry{Name: name, Value: value, Source: broker.SourceDefault, ReadOnly: true, Doc: p.Description}
-		if set {
-			e.Source = broker.SourceClusterDefault
-		}
-		switch p.Kind {
-		case config.KindBool:
-			e.Type = 1
-		case config.KindInt:
-			e.Type = 5
-		default:
-			e.Type = 2
-		}
-		out = append(out, e)
-	}
-	return out
 }

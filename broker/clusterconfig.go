@@ -1,0 +1,66 @@
+package broker
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/weir-broker/weir/raft/controller"
+)
+
+// PropertyChange is one change to a cluster property: set Name to Value,
+// or with Remove reset it to its default.
+type PropertyChange struct {
+	Name   string
+	Value  string
+	Remove bool
+}
+
+// AlterClusterProperties validates every change against the property
+// registry, then applies them all at once through the controller's Raft
+// log (one SetClusterProperties command, unconditional), so every broker
+// takes them without a restart and a restart keeps them. A refusal names
+// the property and the reason and wraps kerr.InvalidConfig (unknown name,
+// malformed or out-of-range value, a property named twice); nothing
+// changes then. validateOnly checks without changing anything.
+func (b *Broker) AlterClusterProperties(changes []PropertyChange, validateOnly bool) error {
+	reg := b.props.Registry()
+	cmd := controller.SetClusterProperties{ExpectedVersion: -1, Changes: make([]controller.PropertyChange, 0, len(changes))}
+	seen := map[string]bool{}
+	for _, ch := range changes {
+		p, ok := reg.Lookup(ch.Name)
+		if !ok {
+			return fmt.Errorf("%w: unknown cluster property %q", kerr.InvalidConfig, ch.Name)
+		}
+		if seen[ch.Name] {
+			return fmt.Errorf("%w: cluster property %q is changed twice in one request", kerr.InvalidConfig, ch.Name)
+		}
+		seen[ch.Name] = true
+		if !ch.Remove {
+			if err := p.Validate(ch.Value); err != nil {
+				return fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
+			}
+		}
+		if b.checkEnterprise != nil {
+			if err := b.checkEnterprise(ch.Name, ch.Value); err != nil {
+				return err
+			}
+		}
+		cmd.Changes = append(cmd.Changes, controller.PropertyChange{Name: ch.Name, Value: ch.Value, Reset: ch.Remove})
+	}
+	if len(cmd.Changes) == 0 {
+		return nil
+	}
+	if validateOnly {
+		_, err := b.check(cmd)
+		return err
+	}
+	_, err := b.propose(cmd)
+	return err
+}
+
+// ClusterConfigVersion is the controller's cluster config version: the
+// number of applied batches of property changes.
+func (b *Broker) ClusterConfigVersion() int64 {
+	return b.ctrl.state.View().ConfigVersion()
+}

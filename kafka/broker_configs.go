@@ -1,0 +1,171 @@
+package kafka
+
+// Cluster properties as Kafka BROKER config resources.
+//
+// weir's cluster properties are cluster-wide: they live in the
+// controller's Raft log and every broker follows them without a restart.
+// Kafka's closest notion is the cluster-wide dynamic broker default (the
+// BROKER resource with an empty name, `kafka-configs --entity-default`,
+// kadm's *BrokerConfigs with no brokers), so that is how they are served:
+//
+//   - DescribeConfigs on BROKER "" or this broker's id lists every
+//     property under its weir name with its effective value. Source is
+//     DYNAMIC_DEFAULT_BROKER_CONFIG when set in the cluster, DEFAULT_CONFIG
+//     otherwise. read_only is true for the properties that only take
+//     effect at a restart or at creation (Kafka's meaning: cannot be
+//     altered dynamically); they are refused by the alter APIs. Synonyms
+//     (v1+) are, as Kafka lists them, the set value
+//     (DYNAMIC_DEFAULT_BROKER_CONFIG) then the default (DEFAULT_CONFIG).
+//     Documentation (v3+) is the property's description; config type
+//     (v3+) is BOOLEAN, LONG for integers, STRING.
+//   - Kafka names: a property with a Kafka equivalent (kafkaPropertyNames,
+//     e.g. log.retention.ms for log_retention_ms) may be altered under
+//     either name. Describe lists weir names only, and adds an entry under
+//     the Kafka name when config_names asks for it by that name. Names
+//     neither weir nor this table knows are left out of a describe, as
+//     Kafka leaves out unknown names.
+//   - IncrementalAlterConfigs and AlterConfigs on BROKER "" change the
+//     properties through the controller, all of one resource's changes at
+//     once or none: SET sets, DELETE resets to the default, APPEND and
+//     SUBTRACT are INVALID_CONFIG (no property is a list). AlterConfigs
+//     replaces the whole dynamic set, as Kafka's does: properties set in
+//     the cluster and not listed are reset (read-only ones are kept).
+//     validate_only checks without changing anything.
+//   - Refusals: an unknown name, a value of the wrong type or out of range
+//     is INVALID_CONFIG with a message naming the property and the reason
+//     (Kafka accepts unknown custom broker configs; weir refuses them, as
+//     it would store something nothing reads). A read-only property is
+//     INVALID_CONFIG too. Altering a specific broker id is
+//     INVALID_REQUEST: weir has no per-broker dynamic configs.
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/weir-broker/weir/broker"
+	"github.com/weir-broker/weir/config"
+)
+
+// kafkaPropertyNames maps Kafka broker config names to the weir cluster
+// properties that mean the same.
+var kafkaPropertyNames = map[string]string{
+	"auto.create.topics.enable":        "auto_create_topics_enabled",
+	"log.retention.ms":                 "log_retention_ms",
+	"log.segment.bytes":                "log_segment_size",
+	"num.partitions":                   "default_topic_partitions",
+	"default.replication.factor":       "default_topic_replications",
+	"message.max.bytes":                "kafka_batch_max_bytes",
+	"fetch.max.bytes":                  "fetch_max_bytes",
+	"log.retention.bytes":              "retention_bytes",
+	"log.roll.ms":                      "log_segment_ms",
+	"log.message.timestamp.type":       "log_message_timestamp_type",
+	"group.min.session.timeout.ms":     "group_min_session_timeout_ms",
+	"group.max.session.timeout.ms":     "group_max_session_timeout_ms",
+	"group.initial.rebalance.delay.ms": "group_initial_rebalance_delay_ms",
+	"replica.lag.time.max.ms":          "replica_lag_time_max_ms",
+}
+
+// propertyName resolves a Kafka or weir name to the weir property name.
+func propertyName(name string) string {
+	if w, ok := kafkaPropertyNames[name]; ok {
+		return w
+	}
+	return name
+}
+
+// checkBrokerResource accepts a BROKER resource name that is the cluster
+// default ("") or this broker's id.
+func (s *Server) checkBrokerResource(name string) error {
+	if name == "" || name == strconv.Itoa(int(s.broker.NodeID())) {
+		return nil
+	}
+	return fmt.Errorf("%w: broker %q is not this broker (%d)", kerr.InvalidRequest, name, s.broker.NodeID())
+}
+
+// clusterPropertyEntries is every cluster property, by weir name, plus
+// the Kafka-named entries asked for in names.
+func clusterPropertyEntries(v *config.Values, names []string) []broker.ConfigEntry {
+	reg := v.Registry()
+	var out []broker.ConfigEntry
+	for _, name := range reg.Names() {
+		out = append(out, clusterPropertyEntry(v, name, name))
+	}
+	for _, n := range names {
+		if w, ok := kafkaPropertyNames[n]; ok {
+			out = append(out, clusterPropertyEntry(v, n, w))
+		}
+	}
+	return out
+}
+
+func clusterPropertyEntry(v *config.Values, shown, name string) broker.ConfigEntry {
+	p, _ := v.Registry().Lookup(name)
+	value, set := v.Get(name)
+	e := broker.ConfigEntry{Name: shown, Value: value, Source: broker.SourceDefault, ReadOnly: p.NeedsRestart, Doc: p.Description}
+	switch p.Kind {
+	case config.KindBool:
+		e.Type = 1 // BOOLEAN
+	case config.KindInt:
+		e.Type = 5 // LONG
+	default:
+		e.Type = 2 // STRING
+	}
+	if set {
+		e.Source = broker.SourceClusterDefault
+		e.Synonyms = append(e.Synonyms, broker.ConfigEntry{Name: shown, Value: value, Source: broker.SourceClusterDefault})
+	}
+	e.Synonyms = append(e.Synonyms, broker.ConfigEntry{Name: shown, Value: p.Default, Source: broker.SourceDefault})
+	return e
+}
+
+// alterClusterProperties applies one BROKER resource's ops; replace
+// resets every dynamic property not named (AlterConfigs).
+func (s *Server) alterClusterProperties(name string, ops []broker.ConfigOp, replace, validateOnly bool) error {
+	if name != "" {
+		return fmt.Errorf("%w: broker %q: weir's broker configs are cluster-wide; alter the cluster default (the BROKER resource with an empty name, kafka-configs --entity-default)", kerr.InvalidRequest, name)
+	}
+	props := s.broker.Properties()
+	reg := props.Registry()
+	changes := make([]broker.PropertyChange, 0, len(ops))
+	named := map[string]bool{}
+	for _, op := range ops {
+		w := propertyName(op.Name)
+		shown := op.Name
+		if w != op.Name {
+			shown = fmt.Sprintf("%s (weir's %s)", op.Name, w)
+		}
+		p, ok := reg.Lookup(w)
+		if !ok {
+			return fmt.Errorf("%w: unknown broker config %q", kerr.InvalidConfig, op.Name)
+		}
+		if p.NeedsRestart {
+			return fmt.Errorf("%w: %s is read-only: it takes effect only at a restart or at creation; set it in the node config's cluster section", kerr.InvalidConfig, shown)
+		}
+		named[w] = true
+		switch op.Op {
+		case 0:
+			if err := p.Validate(op.Value); err != nil {
+				if w != op.Name {
+					return fmt.Errorf("%w: %v (set as Kafka's %s)", kerr.InvalidConfig, err, op.Name)
+				}
+				return fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
+			}
+			changes = append(changes, broker.PropertyChange{Name: w, Value: op.Value})
+		case 1:
+			changes = append(changes, broker.PropertyChange{Name: w, Remove: true})
+		default:
+			return fmt.Errorf("%w: %s: APPEND and SUBTRACT apply to list configs only", kerr.InvalidConfig, shown)
+		}
+	}
+	if replace {
+		for _, n := range reg.Names() {
+			p, _ := reg.Lookup(n)
+			if _, set := props.Get(n); set && !named[n] && !p.NeedsRestart {
+				changes = append(changes, broker.PropertyChange{Name: n, Remove: true})
+			}
+		}
+	}
+	return s.broker.AlterClusterProperties(changes, validateOnly)
+}

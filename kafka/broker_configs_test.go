@@ -1,0 +1,156 @@
+package kafka
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func describeBroker(t *testing.T, c *rawConn, name string, names ...string) kmsg.DescribeConfigsResponseResource {
+	t.Helper()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.Version, req.IncludeSynonyms, req.IncludeDocumentation = 4, true, true
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName, rr.ConfigNames = kmsg.ConfigResourceTypeBroker, name, names
+	req.Resources = append(req.Resources, rr)
+	resp := c.roundTrip(req).(*kmsg.DescribeConfigsResponse)
+	if len(resp.Resources) != 1 {
+		t.Fatalf("%d resources", len(resp.Resources))
+	}
+	return resp.Resources[0]
+}
+
+func findConfig(r kmsg.DescribeConfigsResponseResource, name string) *kmsg.DescribeConfigsResponseResourceConfig {
+	for i := range r.Configs {
+		if r.Configs[i].Name == name {
+			return &r.Configs[i]
+		}
+	}
+	return nil
+}
+
+func incAlterBroker(t *testing.T, c *rawConn, name string, validateOnly bool, ops ...kmsg.IncrementalAlterConfigsRequestResourceConfig) kmsg.IncrementalAlterConfigsResponseResource {
+	t.Helper()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	req.Version, req.ValidateOnly = 1, validateOnly
+	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName, rr.Configs = kmsg.ConfigResourceTypeBroker, name, ops
+	req.Resources = append(req.Resources, rr)
+	resp := c.roundTrip(req).(*kmsg.IncrementalAlterConfigsResponse)
+	return resp.Resources[0]
+}
+
+func incOp(name string, op kmsg.IncrementalAlterConfigOp, value string) kmsg.IncrementalAlterConfigsRequestResourceConfig {
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Op = name, op
+	if op == kmsg.IncrementalAlterConfigOpSet {
+		c.Value = kmsg.StringPtr(value)
+	}
+	return c
+}
+
+func TestBrokerConfigsDescribeAndAlter(t *testing.T) {
+	_, b, addr := startServer(t)
+	c := dial(t, addr)
+
+	r := describeBroker(t, c, "")
+	if r.ErrorCode != 0 {
+		t.Fatalf("describe: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	ret := findConfig(r, "log_retention_ms")
+	if ret == nil || ret.Source != kmsg.ConfigSourceDefaultConfig || ret.ReadOnly || ret.ConfigType != kmsg.ConfigTypeLong ||
+		len(ret.ConfigSynonyms) != 1 || ret.Documentation == nil {
+		t.Fatalf("log_retention_ms before: %+v", ret)
+	}
+	if p := findConfig(r, "group_topic_partitions"); p == nil || !p.ReadOnly {
+		t.Fatalf("group_topic_partitions: %+v", p)
+	}
+	if findConfig(r, "log.retention.ms") != nil {
+		t.Fatal("Kafka name listed without being asked for")
+	}
+
+	// Set through the Kafka name; both names describe it.
+	if rr := incAlterBroker(t, c, "", false, incOp("log.retention.ms", kmsg.IncrementalAlterConfigOpSet, "3600000")); rr.ErrorCode != 0 {
+		t.Fatalf("set: %v %v", kerr.ErrorForCode(rr.ErrorCode), derefString(rr.ErrorMessage))
+	}
+	if b.ClusterConfigVersion() != 1 {
+		t.Fatalf("config version %d", b.ClusterConfigVersion())
+	}
+	r = describeBroker(t, c, "0", "log_retention_ms", "log.retention.ms")
+	if len(r.Configs) != 2 {
+		t.Fatalf("configs %+v", r.Configs)
+	}
+	for _, cfg := range r.Configs {
+		if *cfg.Value != "3600000" || cfg.Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig || len(cfg.ConfigSynonyms) != 2 ||
+			cfg.ConfigSynonyms[0].Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig || cfg.ConfigSynonyms[1].Source != kmsg.ConfigSourceDefaultConfig {
+			t.Fatalf("after set: %+v", cfg)
+		}
+	}
+
+	// Refusals name the property and the reason; nothing changes.
+	for _, tc := range []struct {
+		op   kmsg.IncrementalAlterConfigsRequestResourceConfig
+		want string
+	}{
+		{incOp("no.such.config", kmsg.IncrementalAlterConfigOpSet, "1"), "no.such.config"},
+		{incOp("log_retention_ms", kmsg.IncrementalAlterConfigOpSet, "soon"), "not an integer"},
+		{incOp("default_topic_partitions", kmsg.IncrementalAlterConfigOpSet, "0"), "out of range"},
+		{incOp("auto_create_topics_enabled", kmsg.IncrementalAlterConfigOpAppend, "true"), "list"},
+		{incOp("group_topic_partitions", kmsg.IncrementalAlterConfigOpSet, "4"), "read-only"},
+	} {
+		rr := incAlterBroker(t, c, "", false, incOp("fetch_max_bytes", kmsg.IncrementalAlterConfigOpSet, "2048"), tc.op)
+		if rr.ErrorCode != kerr.InvalidConfig.Code || !strings.Contains(derefString(rr.ErrorMessage), tc.want) || !strings.Contains(derefString(rr.ErrorMessage), tc.op.Name) {
+			t.Errorf("%s: %v %q", tc.op.Name, kerr.ErrorForCode(rr.ErrorCode), derefString(rr.ErrorMessage))
+		}
+	}
+	if _, set := b.Properties().Get("fetch_max_bytes"); set {
+		t.Fatal("a refused batch changed fetch_max_bytes")
+	}
+
+	// A specific broker id is refused; validate_only changes nothing.
+	if rr := incAlterBroker(t, c, "0", false, incOp("fetch_max_bytes", kmsg.IncrementalAlterConfigOpSet, "2048")); rr.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("broker 0: %v", kerr.ErrorForCode(rr.ErrorCode))
+	}
+	if rr := incAlterBroker(t, c, "", true, incOp("fetch_max_bytes", kmsg.IncrementalAlterConfigOpSet, "2048")); rr.ErrorCode != 0 {
+		t.Fatalf("validate only: %v", kerr.ErrorForCode(rr.ErrorCode))
+	}
+	if _, set := b.Properties().Get("fetch_max_bytes"); set {
+		t.Fatal("validate_only changed fetch_max_bytes")
+	}
+
+	// AlterConfigs replaces the whole dynamic set.
+	req := kmsg.NewPtrAlterConfigsRequest()
+	req.Version = 1
+	rr := kmsg.NewAlterConfigsRequestResource()
+	rr.ResourceType = kmsg.ConfigResourceTypeBroker
+	cfg := kmsg.NewAlterConfigsRequestResourceConfig()
+	cfg.Name, cfg.Value = "fetch_max_bytes", kmsg.StringPtr("4096")
+	rr.Configs = append(rr.Configs, cfg)
+	req.Resources = append(req.Resources, rr)
+	if resp := c.roundTrip(req).(*kmsg.AlterConfigsResponse); resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("AlterConfigs: %v", kerr.ErrorForCode(resp.Resources[0].ErrorCode))
+	}
+	if v, set := b.Properties().Get("fetch_max_bytes"); !set || v != "4096" {
+		t.Fatalf("fetch_max_bytes %q %v", v, set)
+	}
+	if _, set := b.Properties().Get("log_retention_ms"); set {
+		t.Fatal("AlterConfigs kept log_retention_ms")
+	}
+
+	// DELETE resets to the default.
+	if rr := incAlterBroker(t, c, "", false, incOp("fetch_max_bytes", kmsg.IncrementalAlterConfigOpDelete, "")); rr.ErrorCode != 0 {
+		t.Fatalf("delete: %v", kerr.ErrorForCode(rr.ErrorCode))
+	}
+	if p := findConfig(describeBroker(t, c, ""), "fetch_max_bytes"); p == nil || p.Source != kmsg.ConfigSourceDefaultConfig || *p.Value != "57671680" {
+		t.Fatalf("after delete: %+v", p)
+	}
+}
+
+func derefString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
