@@ -35,6 +35,8 @@ test: lint unit integration
 
 unit:
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /integration)
+	# The license test key is trusted only in builds with this tag.
+	$(GO) test -race -count=1 -tags weirtestlicense ./config
 
 integration:
 	./.ci/test-deps.sh
