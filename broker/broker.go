@@ -52,6 +52,10 @@ type Broker struct {
 
 	ctrl *controllerNode
 
+	// startProps holds the NeedsRestart properties' values as this
+	// process started with them (see ConfigStatus.Restart).
+	startProps atomic.Pointer[map[string]string]
+
 	// mu guards the topic table, the local materialisation of the
 	// controller's view. Partitions have their own locks for their data.
 	mu     sync.RWMutex
@@ -119,6 +123,7 @@ func Open(opts Options) (*Broker, error) {
 		return fail(fmt.Errorf("group coordinator: %w", err))
 	}
 	b.awaitReplicaLeaders()
+	b.recordStartProperties()
 	// Followers' progress reports run apart from the leaders' upkeep,
 	// whose controller proposals may wait: a late report would drop a
 	// caught-up follower from its leaders' ISR.

@@ -24,5 +24,6 @@ func adminHandler(b *broker.Broker, reg *prometheus.Registry) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"status":"ready"}` + "\n"))
 	})
+	registerClusterConfig(mux, b)
 	return mux
 }
