@@ -177,30 +177,22 @@ func (p *Partition) close() error {
 // knows its group's leader and the ones led here serve, so a broker
 // that finished starting answers produce and fetch at once.
 func (b *Broker) awaitReplicaLeaders() {
-	deadline := time.Now().Add(leaderWait)
-	for time.Now().Before(deadline) {
-		settled := true
-		for _, t := range b.Topics() {
-			for _, p := range t.partitions() {
-				if p == nil || p.group == nil || p.failure() != nil {
-					continue
-				}
-				id, _ := p.group.Leader()
-				if id == "" || (id == strconv.Itoa(int(b.node.NodeID)) && !p.IsLeader()) {
-					settled = false
-				}
+	self := strconv.Itoa(int(b.node.NodeID))
+	settled := b.waitFor(leaderWait, func() bool {
+		for _, p := range b.localReplicas() {
+			if p.failure() != nil {
+				continue
+			}
+			id, _ := p.group.Leader()
+			if id == "" || (id == self && !p.IsLeader()) {
+				return false
 			}
 		}
-		if settled {
-			return
-		}
-		select {
-		case <-b.stop:
-			return
-		case <-time.After(20 * time.Millisecond):
-		}
+		return true
+	})
+	if !settled {
+		b.logger.Warn("some partitions have no leader yet", "waited", leaderWait)
 	}
-	b.logger.Warn("some partitions have no leader yet", "waited", leaderWait)
 }
 
 // removeFiles deletes a closed replica's Raft state (its log directory

@@ -179,29 +179,38 @@ const leaderWait = 10 * time.Second
 // awaitLeaders waits until the controller knows a leader for every
 // partition of t, or leaderWait passes.
 func (b *Broker) awaitLeaders(t *Topic) {
-	deadline := time.Now().Add(leaderWait)
-	for time.Now().Before(deadline) {
+	elected := b.waitFor(leaderWait, func() bool {
 		ct := b.ctrl.state.View().TopicByID(controller.TopicID(t.ID))
 		if ct == nil {
-			return
+			return true
 		}
-		elected := true
 		for _, p := range ct.Partitions {
 			if p.LeaderTerm == 0 {
-				elected = false
-				break
+				return false
 			}
 		}
-		if elected {
-			return
+		return true
+	})
+	if !elected {
+		b.logger.Warn("partitions still without an elected leader", "topic", t.Name, "waited", leaderWait)
+	}
+}
+
+// waitFor polls done until it holds (true), timeout passes or the broker
+// stops (false).
+func (b *Broker) waitFor(timeout time.Duration, done func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !done() {
+		if !time.Now().Before(deadline) {
+			return false
 		}
 		select {
 		case <-b.stop:
-			return
+			return false
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	b.logger.Warn("partitions still without an elected leader", "topic", t.Name, "waited", leaderWait)
+	return true
 }
 
 // detachedTopic describes a topic that does not exist here (validate-only

@@ -421,23 +421,35 @@ func sortedIDs[V any](m map[int32]V) []int32 {
 	return ids
 }
 
+// topicMetadata asks b for Metadata of topic, refusing a response whose
+// one topic is not it or has a topic error; who names the request for
+// error messages.
+func topicMetadata(t testing.TB, b *Broker, topic string) (md *kmsg.MetadataResponse, who string, err error) {
+	t.Helper()
+	md, err = askMetadata(t, b, topic)
+	if err != nil {
+		return nil, "", err
+	}
+	who = fmt.Sprintf("Metadata(%s) from node %d", topic, b.NodeID)
+	if len(md.Topics) != 1 || derefStr(md.Topics[0].Topic) != topic {
+		return nil, who, fmt.Errorf("%s: %d topics in the response", who, len(md.Topics))
+	}
+	if code := md.Topics[0].ErrorCode; code != 0 {
+		return nil, who, fmt.Errorf("%s: topic error %d (%s)", who, code, errName(code))
+	}
+	return md, who, nil
+}
+
 // partitionLeaders checks Metadata for topic from broker b: n partitions
 // 0..n-1, no errors, one replica each, the leader that replica and a live
 // broker. It returns partition -> leader.
 func partitionLeaders(t testing.TB, b *Broker, topic string, n int32, live []*Broker) (map[int32]int32, error) {
 	t.Helper()
-	md, err := askMetadata(t, b, topic)
+	md, who, err := topicMetadata(t, b, topic)
 	if err != nil {
 		return nil, err
 	}
-	who := fmt.Sprintf("Metadata(%s) from node %d", topic, b.NodeID)
-	if len(md.Topics) != 1 || derefStr(md.Topics[0].Topic) != topic {
-		return nil, fmt.Errorf("%s: %d topics in the response", who, len(md.Topics))
-	}
 	mt := md.Topics[0]
-	if mt.ErrorCode != 0 {
-		return nil, fmt.Errorf("%s: topic error %d (%s)", who, mt.ErrorCode, errName(mt.ErrorCode))
-	}
 	if int32(len(mt.Partitions)) != n {
 		return nil, fmt.Errorf("%s: %d partitions, want %d", who, len(mt.Partitions), n)
 	}

@@ -43,18 +43,11 @@ func (p isrPartition) String() string {
 // the topic is there without error with partitions 0..n-1 of rf replicas.
 func isrPartitions(t testing.TB, b *Broker, topic string, n int32, rf int) (map[int32]isrPartition, error) {
 	t.Helper()
-	md, err := askMetadata(t, b, topic)
+	md, who, err := topicMetadata(t, b, topic)
 	if err != nil {
 		return nil, err
 	}
-	who := fmt.Sprintf("Metadata(%s) from node %d", topic, b.NodeID)
-	if len(md.Topics) != 1 || derefStr(md.Topics[0].Topic) != topic {
-		return nil, fmt.Errorf("%s: %d topics in the response", who, len(md.Topics))
-	}
 	mt := md.Topics[0]
-	if mt.ErrorCode != 0 {
-		return nil, fmt.Errorf("%s: topic error %d (%s)", who, mt.ErrorCode, errName(mt.ErrorCode))
-	}
 	out := map[int32]isrPartition{}
 	for _, p := range mt.Partitions {
 		if len(p.Replicas) != rf {

@@ -128,18 +128,11 @@ func (p replPartition) String() string {
 func replicatedLeaders(t testing.TB, b *Broker, topic string, n int32, rf int, live []*Broker) (map[int32]replPartition, [16]byte, error) {
 	t.Helper()
 	var id [16]byte
-	md, err := askMetadata(t, b, topic)
+	md, who, err := topicMetadata(t, b, topic)
 	if err != nil {
 		return nil, id, err
 	}
-	who := fmt.Sprintf("Metadata(%s) from node %d", topic, b.NodeID)
-	if len(md.Topics) != 1 || derefStr(md.Topics[0].Topic) != topic {
-		return nil, id, fmt.Errorf("%s: %d topics in the response", who, len(md.Topics))
-	}
 	mt := md.Topics[0]
-	if mt.ErrorCode != 0 {
-		return nil, id, fmt.Errorf("%s: topic error %d (%s)", who, mt.ErrorCode, errName(mt.ErrorCode))
-	}
 	if int32(len(mt.Partitions)) != n {
 		return nil, id, fmt.Errorf("%s: %d partitions, want %d", who, len(mt.Partitions), n)
 	}
