@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -32,6 +33,9 @@ type Options struct {
 	RetentionCheckInterval time.Duration
 	// Now is the clock; nil means time.Now. Tests set it.
 	Now func() time.Time
+	// LicenseKeys are the public keys licenses must be signed with; nil
+	// means config.TrustedLicenseKeys(). Tests sign with their own.
+	LicenseKeys []ed25519.PublicKey
 	// LogFS is the storage partition logs live on; nil means the OS.
 	// Tests inject write and fsync failures through it.
 	LogFS log.FS
@@ -44,11 +48,11 @@ type Broker struct {
 	registerer prometheus.Registerer
 	props      *config.Values // mirror of the controller's cluster properties
 
-	// checkEnterprise, when set, vets each cluster property change
-	// (the enterprise-license check); nil allows everything.
-	checkEnterprise func(name, value string) error
-	now             func() time.Time
-	logFS           log.FS
+	license     licenseState
+	licenseKeys []ed25519.PublicKey
+	watchers    watchers
+	now         func() time.Time
+	logFS       log.FS
 
 	ctrl *controllerNode
 
@@ -86,6 +90,9 @@ func Open(opts Options) (*Broker, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.LicenseKeys == nil {
+		opts.LicenseKeys = config.TrustedLicenseKeys()
+	}
 	if opts.RetentionCheckInterval <= 0 {
 		opts.RetentionCheckInterval = 30 * time.Second
 	}
@@ -97,15 +104,16 @@ func Open(opts Options) (*Broker, error) {
 		return nil, err
 	}
 	b := &Broker{
-		node:       opts.Node,
-		logger:     opts.Logger,
-		registerer: opts.Registerer,
-		props:      props,
-		now:        opts.Now,
-		logFS:      opts.LogFS,
-		byName:     map[string]*Topic{},
-		byID:       map[TopicID]*Topic{},
-		stop:       make(chan struct{}),
+		node:        opts.Node,
+		logger:      opts.Logger,
+		registerer:  opts.Registerer,
+		props:       props,
+		now:         opts.Now,
+		licenseKeys: opts.LicenseKeys,
+		logFS:       opts.LogFS,
+		byName:      map[string]*Topic{},
+		byID:        map[TopicID]*Topic{},
+		stop:        make(chan struct{}),
 	}
 	fail := func(err error) (*Broker, error) {
 		b.Close()
@@ -124,6 +132,10 @@ func Open(opts Options) (*Broker, error) {
 	}
 	b.awaitReplicaLeaders()
 	b.recordStartProperties()
+	b.registerMetrics()
+	b.registerLicenseMetrics()
+	b.logPropertyChanges()
+	b.every(licenseCheckEvery, b.checkLicense)
 	// Followers' progress reports run apart from the leaders' upkeep,
 	// whose controller proposals may wait: a late report would drop a
 	// caught-up follower from its leaders' ISR.

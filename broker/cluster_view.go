@@ -42,6 +42,26 @@ func (b *Broker) LiveBrokers() []BrokerInfo {
 	return out
 }
 
+// ClusterBroker is a registered broker as the admin API lists it.
+type ClusterBroker struct {
+	NodeID    int32
+	KafkaAddr string
+	AdminAddr string
+	Rack      string
+	Alive     bool
+}
+
+// ClusterBrokers lists every registered broker, live or not, by node id.
+func (b *Broker) ClusterBrokers() []ClusterBroker {
+	v := b.ctrl.state.View()
+	now := time.Now()
+	var out []ClusterBroker
+	for _, r := range v.Brokers() {
+		out = append(out, ClusterBroker{NodeID: r.NodeID, KafkaAddr: r.KafkaAddr, AdminAddr: r.AdminAddr, Rack: r.Rack, Alive: v.Live(r.NodeID, now)})
+	}
+	return out
+}
+
 // Broker returns a live broker's address.
 func (b *Broker) Broker(id int32) (BrokerInfo, bool) {
 	v := b.ctrl.state.View()

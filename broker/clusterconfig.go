@@ -41,8 +41,8 @@ func (b *Broker) AlterClusterProperties(changes []PropertyChange, validateOnly b
 				return fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
 			}
 		}
-		if b.checkEnterprise != nil {
-			if err := b.checkEnterprise(ch.Name, ch.Value); err != nil {
+		if !ch.Remove {
+			if err := b.CheckEnterprise(ch.Name, ch.Value); err != nil {
 				return err
 			}
 		}

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
@@ -59,17 +58,5 @@ func TestAlterClusterProperties(t *testing.T) {
 	}
 	if v, set := b.Properties().Get("log_retention_ms"); set || v != "604800000" {
 		t.Fatalf("log_retention_ms %q %v after remove", v, set)
-	}
-
-	// The enterprise hook vets every change.
-	errLicense := errors.New("needs a license")
-	b.checkEnterprise = func(name, _ string) error {
-		if name == "enable_leader_balancer" {
-			return errLicense
-		}
-		return nil
-	}
-	if err := b.AlterClusterProperties([]PropertyChange{{Name: "enable_leader_balancer", Value: "false"}}, false); !errors.Is(err, errLicense) {
-		t.Fatalf("enterprise hook: %v", err)
 	}
 }

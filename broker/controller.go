@@ -74,7 +74,9 @@ func (b *Broker) openController() error {
 		return err
 	}
 	c := &controllerNode{mux: mux, incarnation: incarnation, changed: make(chan struct{}, 1), progress: make(chan struct{})}
-	c.state = controller.New(controller.Options{ValidateTopicConfig: ValidateTopicConfig, Properties: b.props.Registry()})
+	c.state = controller.New(controller.Options{
+		ValidateTopicConfig: ValidateTopicConfig, Properties: b.props.Registry(), ValidateLicense: b.validateLicenseBlob,
+	})
 	c.state.Subscribe(func(controller.Change) {
 		select {
 		case c.changed <- struct{}{}:
@@ -182,7 +184,7 @@ func (b *Broker) register() error {
 	}
 	res, err := b.propose(controller.RegisterBroker{
 		NodeID: b.node.NodeID, Incarnation: c.incarnation, KafkaAddr: b.node.AdvertisedKafkaAddr,
-		RPCAddr: b.node.RPCAddr, Rack: b.node.Rack,
+		RPCAddr: b.node.RPCAddr, Rack: b.node.Rack, AdminAddr: b.node.AdminAddr,
 	})
 	if err != nil {
 		return fmt.Errorf("register broker %d: %w", b.node.NodeID, err)

@@ -15,9 +15,14 @@ import (
 func (b *Broker) reconcile(v *controller.View) {
 	before := b.props.Version()
 	b.mirrorProperties(v)
+	licenseBefore := b.license.verified.Load()
+	b.applyLicense(v)
 	// A changed cluster property may be the default of topic configs the
 	// partitions' logs use (retention, segment size): re-resolve them all.
 	propsChanged := b.props.Version() != before
+	if propsChanged || b.license.verified.Load() != licenseBefore {
+		b.fireWatchers()
+	}
 	var removed []*Topic
 	b.mu.Lock()
 	wanted := map[TopicID]bool{}

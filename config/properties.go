@@ -118,6 +118,8 @@ func NewRegistry() *Registry {
 			Description: "A follower that has not caught up with its partition leader's log end for this long leaves the in-sync replicas (Kafka's replica.lag.time.max.ms)."},
 		{Name: "enable_leader_balancer", Kind: KindBool, Default: "true",
 			Description: "Move each partition's leadership back to its preferred replica (the first of its replicas) once that replica is in sync again."},
+		{Name: "kafka_fetch_read_coalescing_enabled", Kind: KindBool, Default: "false", Enterprise: true,
+			Description: "Serve concurrent fetches of the same partition, offset and settings from one read and one serialised result (enterprise)."},
 		{Name: "disable_metrics", Kind: KindBool, Default: "false", NeedsRestart: true,
 			Description: "Do not serve Prometheus metrics."},
 	} {

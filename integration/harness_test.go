@@ -32,6 +32,11 @@ const (
 	logTailBytes   = 64 << 10
 )
 
+// WithEnv adds KEY=value pairs to the broker's environment.
+func WithEnv(kv ...string) BrokerOption {
+	return func(s *brokerSpec) { s.env = append(s.env, kv...) }
+}
+
 // ---------------------------------------------------------------------------
 // Broker options.
 
@@ -42,6 +47,7 @@ type brokerSpec struct {
 	logLevel   string
 	configFile string
 	extraArgs  []string
+	env        []string // KEY=value, added to the test's environment
 }
 
 // BrokerOption customises StartBroker.
@@ -216,6 +222,9 @@ func (b *Broker) launch() error {
 	b.starts++
 	fmt.Fprintf(f, "=== harness: start #%d at %s: %s %s\n", b.starts, time.Now().Format(time.RFC3339Nano), b.bin, strings.Join(b.args, " "))
 	cmd := exec.Command(b.bin, b.args...)
+	if len(b.spec.env) > 0 {
+		cmd.Env = append(os.Environ(), b.spec.env...)
+	}
 	cmd.Stdout = f
 	cmd.Stderr = f
 	cmd.Dir = filepath.Dir(b.logPath) // exists even if the data dir does not yet

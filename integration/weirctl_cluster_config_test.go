@@ -6,12 +6,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestWeirctlClusterConfig: weirctl cluster config against the admin
 // HTTP API of a 3-broker cluster — a set through one broker is seen
 // through the others, a bad set names every bad property and changes
-// nothing, export/import round-trips, and status lists every broker.
+// nothing, export/import round-trips, status lists every broker, and the
+// imported values are kept and in effect after a full restart.
 func TestWeirctlClusterConfig(t *testing.T) {
 	bs := StartCluster(t, 3)
 	w := newWeirctl(t, bs[0])
@@ -21,6 +25,22 @@ func TestWeirctlClusterConfig(t *testing.T) {
 	}
 	getSet := func(b *Broker) map[string]any {
 		return decodeJSON[map[string]any](t, w.ok(t, "", cc(b, "get", "--format", "json")...))
+	}
+
+	// Every broker lists every broker's admin address (GET /v1/brokers),
+	// which is how tools reach each broker's API and metrics.
+	var brokers []struct {
+		NodeID    int32  `json:"node_id"`
+		AdminAddr string `json:"admin_addr"`
+		IsAlive   bool   `json:"is_alive"`
+	}
+	if code, raw := adminDo(t, bs[2], "GET", "/v1/brokers", "", &brokers); code != 200 || len(brokers) != 3 {
+		t.Fatalf("GET /v1/brokers: %d %s", code, raw)
+	}
+	for i, b := range brokers {
+		if b.NodeID != int32(i) || b.AdminAddr != bs[i].AdminAddr || !b.IsAlive {
+			t.Fatalf("GET /v1/brokers: %+v", brokers)
+		}
 	}
 
 	w.ok(t, "", cc(bs[1], "set", "log_retention_ms=123456789")...)
@@ -95,4 +115,18 @@ func TestWeirctlClusterConfig(t *testing.T) {
 	if out := w.ok(t, "", cc(bs[0], "status")...).stdout; strings.Count(out, "\n") != 4 {
 		t.Fatalf("status table:\n%s", out)
 	}
+
+	// A full restart keeps them, and they are in effect: auto-creation is
+	// on, and the topic it creates takes retention.bytes from the cluster
+	// default.
+	restartAll(t, bs)
+	for _, b := range bs {
+		if got := w.ok(t, "", cc(b, "export")...).stdout; got != want {
+			t.Fatalf("node %d after restart exports:\n%s", b.NodeID, got)
+		}
+	}
+	const topic = "weirctl-config-autocreated"
+	cl := bs[2].Client(t, kgo.AllowAutoTopicCreation())
+	produceAll(t, cl, []*kgo.Record{{Topic: topic, Value: []byte("x")}}, clusterTimeout)
+	waitConfigEverywhere(t, bs, kmsg.ConfigResourceTypeTopic, topic, "retention.bytes", "1048576", kmsg.ConfigSourceDynamicDefaultBrokerConfig)
 }

@@ -79,10 +79,34 @@ func (s *Server) handleFetch(c *clientConn, kreq kmsg.Request) (kmsg.Response, e
 			i++
 		}
 	}
+	s.countFetched(plan)
 	// The results hold record buffers that now belong to the response;
 	// drop the references so the scratch space does not pin them.
 	clear(plan.results)
 	return resp, nil
+}
+
+// countFetched adds the record bytes a fetch returned to their topics'
+// counters, once per run of partitions of the same topic: a fetch lists
+// a topic's partitions together.
+func (s *Server) countFetched(plan *fetchScratch) {
+	var (
+		topic *broker.Topic
+		bytes int
+	)
+	for i := range plan.results {
+		t := plan.req.Partitions[i].Topic
+		if t != topic {
+			if topic != nil && bytes > 0 {
+				s.metrics.topics.fetched(topic, bytes)
+			}
+			topic, bytes = t, 0
+		}
+		bytes += len(plan.results[i].Records)
+	}
+	if topic != nil && bytes > 0 {
+		s.metrics.topics.fetched(topic, bytes)
+	}
 }
 
 // fetchLeaderHint names the partition's leader in a NOT_LEADER_OR_FOLLOWER

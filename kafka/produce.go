@@ -122,6 +122,10 @@ func (s *Server) produceOne(ctx context.Context, c *clientConn, req *kmsg.Produc
 		return
 	}
 	j.resp.BaseOffset, j.resp.LogAppendTime, j.resp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+	// Looked up after the produce, which may have auto-created the topic.
+	if t := s.broker.Topic(j.name); t != nil {
+		s.metrics.topics.produced(t, len(j.req.Records), batchRecords(j.req.Records))
+	}
 }
 
 func (s *Server) produceFailed(c *clientConn, req *kmsg.ProduceRequest, topic string, sp *kmsg.ProduceResponseTopicPartition, err error) {

@@ -53,7 +53,7 @@ func NewServer(b *broker.Broker, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("advertised address %q: %w", opts.AdvertisedAddr, err)
 	}
 	s := &Server{broker: b, opts: opts, logger: opts.Logger, conns: map[*clientConn]struct{}{}}
-	m, err := newMetrics(opts.Registerer)
+	m, err := newMetrics(opts.Registerer, b)
 	if err != nil {
 		return nil, err
 	}

@@ -25,5 +25,28 @@ func adminHandler(b *broker.Broker, reg *prometheus.Registry) http.Handler {
 		w.Write([]byte(`{"status":"ready"}` + "\n"))
 	})
 	registerClusterConfig(mux, b)
+	registerFeatures(mux, b)
+	mux.HandleFunc("GET /v1/brokers", listBrokers(b))
 	return mux
+}
+
+// brokerJSON is one broker in GET /v1/brokers.
+type brokerJSON struct {
+	NodeID    int32  `json:"node_id"`
+	KafkaAddr string `json:"kafka_addr"`
+	AdminAddr string `json:"admin_addr,omitempty"`
+	Rack      string `json:"rack,omitempty"`
+	IsAlive   bool   `json:"is_alive"`
+}
+
+// listBrokers answers GET /v1/brokers: every registered broker with its
+// addresses, so tools can reach each broker's admin API (and /metrics).
+func listBrokers(b *broker.Broker) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		out := []brokerJSON{}
+		for _, cb := range b.ClusterBrokers() {
+			out = append(out, brokerJSON{NodeID: cb.NodeID, KafkaAddr: cb.KafkaAddr, AdminAddr: cb.AdminAddr, Rack: cb.Rack, IsAlive: cb.Alive})
+		}
+		writeJSON(w, http.StatusOK, out)
+	}
 }

@@ -28,6 +28,7 @@ type clusterConfigBackend interface {
 	AlterClusterProperties(changes []broker.PropertyChange, validateOnly bool) error
 	ClusterConfigVersion() int64
 	ClusterConfigStatus(ctx context.Context) []broker.ConfigStatus
+	CheckEnterprise(name, value string) error
 }
 
 // registerClusterConfig adds Redpanda-shaped cluster config endpoints:
@@ -156,7 +157,7 @@ func putClusterConfig(w http.ResponseWriter, r *http.Request, b clusterConfigBac
 		writeError(w, http.StatusBadRequest, "body: more than one JSON value")
 		return
 	}
-	changes, errs := validatePatch(b.Properties().Registry(), patch)
+	changes, errs := validatePatch(b.Properties().Registry(), patch, b.CheckEnterprise)
 	if len(errs) > 0 {
 		writeJSON(w, http.StatusBadRequest, errs)
 		return
@@ -173,10 +174,20 @@ func putClusterConfig(w http.ResponseWriter, r *http.Request, b clusterConfigBac
 	writeJSON(w, http.StatusOK, map[string]int64{"config_version": b.ClusterConfigVersion()})
 }
 
-// validatePatch checks every upsert and removal and returns either the
-// changes (values in their normalised text form) or every problem found,
-// property name → message.
-func validatePatch(reg *config.Registry, patch clusterConfigPatch) ([]broker.PropertyChange, map[string]string) {
+// licenseMessage is a license refusal without the Kafka error code's
+// generic text.
+func licenseMessage(err error) string {
+	var lr *config.LicenseRequiredError
+	if errors.As(err, &lr) {
+		return lr.Error()
+	}
+	return err.Error()
+}
+
+// validatePatch checks every upsert (including the enterprise license
+// check) and removal and returns either the changes (values in their
+// normalised text form) or every problem found, property name → message.
+func validatePatch(reg *config.Registry, patch clusterConfigPatch, checkEnterprise func(name, value string) error) ([]broker.PropertyChange, map[string]string) {
 	errs := map[string]string{}
 	var changes []broker.PropertyChange
 	for _, name := range sortedKeys(patch.Upsert) {
@@ -193,7 +204,12 @@ func validatePatch(reg *config.Registry, patch clusterConfigPatch) ([]broker.Pro
 			errs[name] = err.Error()
 			continue
 		}
-		changes = append(changes, broker.PropertyChange{Name: name, Value: normalise(p, value)})
+		value = normalise(p, value)
+		if err := checkEnterprise(name, value); err != nil {
+			errs[name] = licenseMessage(err)
+			continue
+		}
+		changes = append(changes, broker.PropertyChange{Name: name, Value: value})
 	}
 	seen := map[string]bool{}
 	for _, name := range patch.Remove {

@@ -14,15 +14,22 @@ import (
 
 // fakeBackend applies changes straight to a config.Values.
 type fakeBackend struct {
-	vals    *config.Values
-	version int64
-	calls   int
+	vals     *config.Values
+	version  int64
+	calls    int
+	licensed bool
 }
 
 func (f *fakeBackend) Properties() *config.Values  { return f.vals }
 func (f *fakeBackend) ClusterConfigVersion() int64 { return f.version }
 func (f *fakeBackend) ClusterConfigStatus(context.Context) []broker.ConfigStatus {
 	return []broker.ConfigStatus{{NodeID: 0, ConfigVersion: f.version, Invalid: []string{}, Unknown: []string{}}}
+}
+func (f *fakeBackend) CheckEnterprise(name, value string) error {
+	if f.licensed {
+		return nil
+	}
+	return config.CheckEnterprise(f.vals.Registry(), name, value, config.LicenseStatus{Status: config.LicenseStatusNone})
 }
 func (f *fakeBackend) AlterClusterProperties(changes []broker.PropertyChange, _ bool) error {
 	f.calls++

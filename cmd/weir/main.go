@@ -41,7 +41,7 @@ func run(args []string) error {
 	defer stop()
 
 	reg := prometheus.NewRegistry()
-	b, err := broker.Open(broker.Options{Node: node, Logger: logger, Registerer: reg})
+	b, err := broker.Open(broker.Options{Node: node, Logger: logger, Registerer: reg, Now: testClock()})
 	if err != nil {
 		return fmt.Errorf("open broker: %w", err)
 	}

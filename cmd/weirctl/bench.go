@@ -82,8 +82,8 @@ func newSummary(mode, topic string, records, bytes, errs int64, elapsed time.Dur
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func (s benchSummary) write(w io.Writer, format string) error {
-	if format == formatJSON {
-		return writeJSON(w, s)
+	if format != formatTable {
+		return writeDocument(w, format, s)
 	}
 	t := newTable()
 	t.row("MODE", s.Mode)

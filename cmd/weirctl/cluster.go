@@ -17,7 +17,7 @@ func newClusterCommand(g *globalOptions) *cobra.Command {
 		Use:   "cluster",
 		Short: "Inspect the cluster: brokers, controller, partition health",
 	}
-	cmd.AddCommand(newClusterInfoCommand(g), newClusterHealthCommand(g), newClusterConfigCommand(g))
+	cmd.AddCommand(newClusterInfoCommand(g), newClusterHealthCommand(g), newClusterConfigCommand(g), newClusterLicenseCommand(g))
 	return cmd
 }
 
@@ -140,8 +140,8 @@ func newClusterInfoCommand(g *globalOptions) *cobra.Command {
 }
 
 func printClusterInfo(w io.Writer, format string, s clusterSummary) error {
-	if format == formatJSON {
-		return writeJSON(w, s)
+	if format != formatTable {
+		return writeDocument(w, format, s)
 	}
 	fmt.Fprintf(w, "CLUSTER     %s\nCONTROLLER  %d\nTOPICS      %d\nPARTITIONS  %d\n\n", s.ClusterID, s.Controller, s.Topics, s.Partitions)
 	t := newTable("ID", "HOST", "PORT", "RACK", "LEADERS", "REPLICAS")
@@ -181,8 +181,8 @@ func newClusterHealthCommand(g *globalOptions) *cobra.Command {
 }
 
 func printClusterHealth(w io.Writer, format string, s clusterSummary) error {
-	if format == formatJSON {
-		return writeJSON(w, s)
+	if format != formatTable {
+		return writeDocument(w, format, s)
 	}
 	ids := make([]string, len(s.Brokers))
 	for i, b := range s.Brokers {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,110 +14,15 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-const (
-	adminURLEnv     = "WEIR_ADMIN_URL"
-	defaultAdminURL = "http://127.0.0.1:9644"
-)
-
-// adminClient talks to one broker's admin HTTP API.
-type adminClient struct {
-	base string
-	http *http.Client
-}
-
-// adminError is a non-2xx answer: the broker's message, or for a refused
-// PUT /v1/cluster_config the property → problem map.
-type adminError struct {
-	status   int
-	message  string
-	problems map[string]string
-}
-
-func (e *adminError) Error() string {
-	if len(e.problems) == 0 {
-		return fmt.Sprintf("admin API: %d %s", e.status, e.message)
-	}
-	names := make([]string, 0, len(e.problems))
-	for n := range e.problems {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return fmt.Sprintf("invalid cluster properties: %s", strings.Join(names, ", "))
-}
-
-func (c *adminClient) do(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("admin API: %w", err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return fmt.Errorf("admin API: reading %s %s: %w", method, path, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		e := &adminError{status: resp.StatusCode}
-		var obj map[string]string
-		if json.Unmarshal(data, &obj) == nil {
-			if m, ok := obj["message"]; ok && len(obj) == 1 {
-				e.message = m
-			} else {
-				e.problems = obj
-			}
-		} else {
-			e.message = strings.TrimSpace(string(data))
-		}
-		return e
-	}
-	if out == nil {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(out); err != nil {
-		return fmt.Errorf("admin API: %s %s answered %q: %w", method, path, data, err)
-	}
-	return nil
-}
-
 func newClusterConfigCommand(g *globalOptions) *cobra.Command {
-	var adminURL string
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Get, set, export and import cluster properties through a broker's admin API",
 		Long: "The cluster config commands use the admin HTTP API (admin_addr) of any\n" +
 			"broker; changes go through the controller and reach every broker.\n" +
-			"The URL comes from --admin-url, else " + adminURLEnv + ", else " + defaultAdminURL + ".",
+			adminURLHelp,
 	}
-	cmd.PersistentFlags().StringVar(&adminURL, "admin-url", "", "admin API base URL (env "+adminURLEnv+", default "+defaultAdminURL+")")
-	client := func() *adminClient {
-		u := adminURL
-		if u == "" {
-			u = strings.TrimSpace(os.Getenv(adminURLEnv))
-		}
-		if u == "" {
-			u = defaultAdminURL
-		}
-		if !strings.Contains(u, "://") {
-			u = "http://" + u
-		}
-		return &adminClient{base: strings.TrimRight(u, "/"), http: &http.Client{Timeout: g.timeout}}
-	}
+	client := addAdminURLFlag(cmd, g)
 	cmd.AddCommand(
 		newConfigGetCommand(g, client),
 		newConfigSetCommand(g, client),
@@ -158,8 +61,8 @@ func newConfigGetCommand(g *globalOptions, client func() *adminClient) *cobra.Co
 					out[n] = v
 				}
 			}
-			if g.format == formatJSON {
-				return writeJSON(cmd.OutOrStdout(), out)
+			if g.format != formatTable {
+				return writeDocument(cmd.OutOrStdout(), g.format, out)
 			}
 			t := newTable("NAME", "VALUE")
 			for _, n := range sortedNames(out) {
@@ -197,8 +100,8 @@ func putConfig(cmd *cobra.Command, g *globalOptions, c *adminClient, upsert map[
 		}
 		return err
 	}
-	if g.format == formatJSON {
-		return writeJSON(cmd.OutOrStdout(), res)
+	if g.format != formatTable {
+		return writeDocument(cmd.OutOrStdout(), g.format, res)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "CONFIG-VERSION  %d\n", res.ConfigVersion)
 	return nil
@@ -245,8 +148,8 @@ func newConfigStatusCommand(g *globalOptions, client func() *adminClient) *cobra
 			if err := client().do(cmd.Context(), http.MethodGet, "/v1/cluster_config/status", nil, &st); err != nil {
 				return err
 			}
-			if g.format == formatJSON {
-				return writeJSON(cmd.OutOrStdout(), st)
+			if g.format != formatTable {
+				return writeDocument(cmd.OutOrStdout(), g.format, st)
 			}
 			t := newTable("NODE", "CONFIG-VERSION", "NEEDS-RESTART", "INVALID", "UNKNOWN", "ERROR")
 			for _, s := range st {

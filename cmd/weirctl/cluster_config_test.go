@@ -59,6 +59,10 @@ func TestClusterConfigSetAndErrors(t *testing.T) {
 	wantErrContains(t, err, "want name=value")
 	_, _, err = run(t, "", "cluster", "config", "--admin-url", srv.URL, "get", "nope")
 	wantErrContains(t, err, "unknown cluster property")
+	out, _, err = run(t, "", "--format", "yaml", "cluster", "config", "--admin-url", srv.URL, "get")
+	if err != nil || out != "log_retention_ms: 5\n" {
+		t.Fatalf("get as YAML: %q %v", out, err)
+	}
 }
 
 func TestClusterConfigImportRemovesAbsent(t *testing.T) {

@@ -29,7 +29,8 @@ func newConsumeCommand(g *globalOptions) *cobra.Command {
 			"partition of TOPIC. With -n, stops after that many records; otherwise\n" +
 			"runs until interrupted. With -g, joins the consumer group and commits\n" +
 			"exactly the records it printed; -o then only applies to partitions the\n" +
-			"group has no committed offset for. --format json prints one object per line.",
+			"group has no committed offset for. --format json prints one object per\n" +
+			"line; --format yaml prints one YAML document per record, each opened by ---.",
 		Example: "  weirctl consume orders -n 10\n" +
 			"  weirctl consume orders -o end -g audit --format json | jq .value",
 		Args: cobra.ExactArgs(1),
@@ -151,8 +152,8 @@ type recordPrinter struct {
 const recordRowFormat = "%-9v  %-10v  %-24v  %-12v  %v\n"
 
 func (p *recordPrinter) print(r *kgo.Record) error {
-	if p.format == formatJSON {
-		return writeJSONLine(p.w, consumedRecord{
+	if p.format != formatTable {
+		return writeStreamDocument(p.w, p.format, consumedRecord{
 			Topic:     r.Topic,
 			Partition: r.Partition,
 			Offset:    r.Offset,

@@ -20,17 +20,26 @@
 //	weirctl cluster info
 //	weirctl cluster health          (exit 1 when unhealthy)
 //	weirctl cluster config get [NAME...] | set NAME=VALUE... | status | export [-f F] [--all] | import -f F
+//	weirctl cluster license set KEY | set -f PATH|- | info
 //	                                (admin HTTP API: --admin-url or WEIR_ADMIN_URL, not the Kafka protocol)
 //	weirctl group list [--state S,...]
 //	weirctl group describe GROUP...
 //	weirctl group delete GROUP...
 //	weirctl group seek GROUP --to start|end|OFFSET|@TIMESTAMP_MS [--topics T,...] [--dry-run]
+//	weirctl completion bash|zsh|fish|powershell
 //
-// Global flags: --brokers (or WEIR_BROKERS), --format table|json, --timeout.
+// Global flags: --brokers (or WEIR_BROKERS), --format table|json|yaml, --timeout.
 //
-// Output contract: with --format json, stdout carries only JSON. One-shot
-// commands print a single document; produce and consume stream one object
-// per line (JSON Lines) so that they can be piped while still running.
+// Output contract: with --format json or yaml, stdout carries only that
+// format. One-shot commands print a single document (the YAML has the same
+// keys and order as the JSON); produce and consume stream one object per
+// line (JSON Lines), or one YAML document per record opened by "---", so
+// that they can be piped while still running.
 // Diagnostics and bench progress always go to stderr. Any failure, including
 // a per-topic or per-record Kafka error, makes the exit status non-zero.
+//
+// Shell completion: `weirctl completion SHELL` prints a script for bash,
+// zsh, fish or powershell (see `weirctl completion SHELL --help` for how to
+// load it); it completes commands, flags and --format's values. Completion
+// skips the global flag checks, so a bad WEIR_BROKERS cannot silently break it.
 package main

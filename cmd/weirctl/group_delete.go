@@ -82,8 +82,8 @@ func printGroupDeleteResults(w io.Writer, format string, names []string, resps k
 		results = append(results, res)
 	}
 	var err error
-	if format == formatJSON {
-		err = writeJSON(w, results)
+	if format != formatTable {
+		err = writeDocument(w, format, results)
 	} else {
 		t := newTable("GROUP", "STATUS")
 		for _, r := range results {

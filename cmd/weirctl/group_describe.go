@@ -214,8 +214,8 @@ func printGroupDescriptions(w io.Writer, format string, descs []groupDescription
 		}
 	}
 	var err error
-	if format == formatJSON {
-		err = writeJSON(w, descs)
+	if format != formatTable {
+		err = writeDocument(w, format, descs)
 	} else {
 		for i, d := range descs {
 			if i > 0 {

@@ -169,8 +169,8 @@ func printGroupList(w io.Writer, format string, groups []groupSummary) error {
 		}
 	}
 	var err error
-	if format == formatJSON {
-		err = writeJSON(w, groups)
+	if format != formatTable {
+		err = writeDocument(w, format, groups)
 	} else {
 		t := newTable("GROUP", "STATE", "PROTOCOL-TYPE", "MEMBERS")
 		for _, s := range groups {

@@ -359,8 +359,8 @@ func printSeekResult(w io.Writer, format string, res *seekResult) error {
 		}
 	}
 	var err error
-	if format == formatJSON {
-		err = writeJSON(w, res)
+	if format != formatTable {
+		err = writeDocument(w, format, res)
 	} else {
 		t := newTable("TOPIC", "PARTITION", "OLD-OFFSET", "NEW-OFFSET", "STATUS")
 		for _, r := range res.Partitions {

@@ -55,6 +55,9 @@ func newRootCommand(out io.Writer) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if isCompletionCommand(cmd) {
+				return nil
+			}
 			// The environment only fills in what the user did not say
 			// explicitly, so a flag always wins over WEIR_BROKERS.
 			if !cmd.Flags().Changed("brokers") {
@@ -69,7 +72,7 @@ func newRootCommand(out io.Writer) *cobra.Command {
 
 	pf := root.PersistentFlags()
 	pf.StringVar(&brokers, "brokers", defaultBrokers, "comma-separated seed brokers (env "+brokersEnv+")")
-	pf.StringVar(&g.format, "format", formatTable, "output format: table or json")
+	pf.StringVar(&g.format, "format", formatTable, "output format: table, json or yaml (produce and consume stream one JSON\nobject per line, or one YAML document per record opened by ---)")
 	pf.DurationVar(&g.timeout, "timeout", 10*time.Second, "timeout for each admin call, record delivery, and bench stalls")
 
 	root.AddCommand(
@@ -80,6 +83,10 @@ func newRootCommand(out io.Writer) *cobra.Command {
 		newConsumeCommand(g),
 		newBenchCommand(g),
 	)
+	if err := addCompletion(root); err != nil {
+		// Only a renamed flag gets here, which every test run would catch.
+		panic(err)
+	}
 	return root
 }
 

@@ -18,14 +18,48 @@ import (
 const (
 	formatTable = "table"
 	formatJSON  = "json"
+	formatYAML  = "yaml"
 )
+
+// outputFormats lists the --format values for shell completion; a function
+// rather than a package variable so nothing can modify the list.
+func outputFormats() []string { return []string{formatTable, formatJSON, formatYAML} }
 
 func validateFormat(f string) error {
 	switch f {
-	case formatTable, formatJSON:
+	case formatTable, formatJSON, formatYAML:
 		return nil
 	}
-	return fmt.Errorf("--format must be %q or %q, got %q", formatTable, formatJSON, f)
+	return fmt.Errorf("--format must be %s, %s or %s, got %q", formatTable, formatJSON, formatYAML, f)
+}
+
+// writeDocument prints v as one JSON or YAML document. Every one-shot
+// command goes through it, so the two formats cannot drift apart: the YAML
+// is derived from the JSON encoding, which makes JSON tags the YAML keys.
+func writeDocument(w io.Writer, format string, v any) error {
+	switch format {
+	case formatJSON:
+		return writeJSON(w, v)
+	case formatYAML:
+		return writeYAML(w, v)
+	}
+	return fmt.Errorf("format %q is not a document format", format)
+}
+
+// writeStreamDocument prints one item of a stream (produce and consume):
+// a JSON line, or a YAML document opened by "---" so that the output is a
+// valid multi-document YAML stream at every moment.
+func writeStreamDocument(w io.Writer, format string, v any) error {
+	switch format {
+	case formatJSON:
+		return writeJSONLine(w, v)
+	case formatYAML:
+		if _, err := io.WriteString(w, "---\n"); err != nil {
+			return err
+		}
+		return writeYAML(w, v)
+	}
+	return fmt.Errorf("format %q is not a document format", format)
 }
 
 // writeJSON prints one indented document. Indentation costs little and keeps

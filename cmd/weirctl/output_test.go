@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.yaml.in/yaml/v3"
 )
 
 var testID = [16]byte{0: 0xfb, 1: 0xff, 15: 1}
@@ -342,5 +345,159 @@ func TestSummaryWithoutTime(t *testing.T) {
 	s := newSummary("consume", "t", 0, 0, 0, 0, nil)
 	if s.RecordsPerSec != 0 || s.MBPerSec != 0 || s.MaxMs != 0 {
 		t.Errorf("zero run must not divide by zero: %+v", s)
+	}
+}
+
+// yamlSample exercises what the JSON to YAML conversion must get right:
+// field order, integers staying integers, strings that look like other
+// types, null, nesting, empty collections and multi-line text.
+type yamlSample struct {
+	Zeta     string            `json:"zeta"`
+	Count    int64             `json:"count"`
+	Ratio    float64           `json:"ratio"`
+	Looks    []string          `json:"looks"`
+	Missing  *string           `json:"missing"`
+	Nested   map[string]int    `json:"nested"`
+	Empty    []int             `json:"empty"`
+	NoFields map[string]string `json:"no_fields"`
+	Text     string            `json:"text"`
+	Skipped  string            `json:"skipped,omitempty"`
+}
+
+func TestWriteDocumentYAML(t *testing.T) {
+	v := yamlSample{
+		Zeta: "first", Count: 1798761600, Ratio: 0.5,
+		Looks:  []string{"true", "123", "", "null", "a: b", "<html>"},
+		Nested: map[string]int{"b": 2, "a": 1}, Empty: []int{}, NoFields: map[string]string{},
+		Text: "line one\nline two",
+	}
+	var buf bytes.Buffer
+	if err := writeDocument(&buf, formatYAML, v); err != nil {
+		t.Fatal(err)
+	}
+	want := `zeta: first
+count: 1798761600
+ratio: 0.5
+looks:
+  - "true"
+  - "123"
+  - ""
+  - "null"
+  - 'a: b'
+  - <html>
+missing: null
+nested:
+  a: 1
+  b: 2
+empty: []
+no_fields: {}
+text: |-
+  line one
+  line two
+`
+	if buf.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", buf.String(), want)
+	}
+	if got, want := yamlAsJSON(t, buf.Bytes()), compactJSON(t, []byte(jsonOf(t, v))); got != want {
+		t.Errorf("YAML reads back as a different document:\n%s\n%s", got, want)
+	}
+}
+
+func TestWriteDocumentRejectsTable(t *testing.T) {
+	if err := writeDocument(io.Discard, formatTable, 1); err == nil {
+		t.Fatal("table is not a document format")
+	}
+	if err := validateFormat(formatYAML); err != nil {
+		t.Fatal(err)
+	}
+	wantErrContains(t, validateFormat("xml"), "yaml")
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// yamlAsJSON decodes a YAML document and re-encodes it as compact JSON,
+// so it can be compared with the JSON output of the same printer.
+func yamlAsJSON(t *testing.T, data []byte) string {
+	t.Helper()
+	var v any
+	if err := yaml.Unmarshal(data, &v); err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	return jsonOf(t, v)
+}
+
+func compactJSON(t *testing.T, data []byte) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	return jsonOf(t, v)
+}
+
+// TestPrintersYAMLMatchJSON checks that every one-shot printer prints the
+// same document in both formats, errors included.
+func TestPrintersYAMLMatchJSON(t *testing.T) {
+	lat := []time.Duration{time.Millisecond, 3 * time.Millisecond}
+	printers := map[string]func(w io.Writer, format string) error{
+		"topic create": func(w io.Writer, f string) error {
+			return printCreateResults(w, f, []string{"good", "dup"}, createResponses(), false)
+		},
+		"topic list":     func(w io.Writer, f string) error { return printTopicList(w, f, topicDetails()) },
+		"topic describe": func(w io.Writer, f string) error { return printTopicDescription(w, f, sampleDescription()) },
+		"cluster info":   func(w io.Writer, f string) error { return printClusterInfo(w, f, summarizeCluster(testMetadata())) },
+		"bench summary": func(w io.Writer, f string) error {
+			return newSummary("produce", "t", 2, 2048, 0, time.Second, lat).write(w, f)
+		},
+	}
+	for name, print := range printers {
+		var js, ys bytes.Buffer
+		jerr, yerr := print(&js, formatJSON), print(&ys, formatYAML)
+		if fmt.Sprint(jerr) != fmt.Sprint(yerr) {
+			t.Errorf("%s: errors differ: %v / %v", name, jerr, yerr)
+		}
+		if got, want := yamlAsJSON(t, ys.Bytes()), compactJSON(t, js.Bytes()); got != want {
+			t.Errorf("%s: YAML differs from JSON:\n%s\n%s", name, got, want)
+		}
+	}
+}
+
+func TestRecordPrinterYAMLStream(t *testing.T) {
+	var buf bytes.Buffer
+	p := &recordPrinter{w: &buf, format: formatYAML}
+	r2 := sampleRecord()
+	r2.Key = nil
+	for _, r := range []*kgo.Record{sampleRecord(), r2} {
+		if err := p.print(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.HasPrefix(buf.String(), "---\ntopic: orders\n") {
+		t.Errorf("each record opens a document:\n%s", buf.String())
+	}
+	dec := yaml.NewDecoder(&buf)
+	var got []consumedRecord
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		var rec consumedRecord
+		if err := json.Unmarshal([]byte(jsonOf(t, m)), &rec); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, rec)
+	}
+	if len(got) != 2 || got[0].Offset != 17 || *got[0].Key != "k1" || got[1].Key != nil || got[1].Timestamp != "2024-05-06T07:08:09.123Z" {
+		t.Errorf("stream: %+v", got)
 	}
 }

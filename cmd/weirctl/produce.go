@@ -31,7 +31,8 @@ func newProduceCommand(g *globalOptions) *cobra.Command {
 		Long: "Produce one record per line read from stdin (the trailing newline is not\n" +
 			"part of the value; empty lines become empty records), or a single record\n" +
 			"given with --value. For each record, prints partition@offset in input\n" +
-			"order, or one JSON object per line with --format json. With --acks 0\n" +
+			"order, or one JSON object per line with --format json (with --format yaml,\n" +
+			"one YAML document per record, each opened by ---). With --acks 0\n" +
 			"the broker reports nothing back, so the offset prints as -1.",
 		Example: "  printf 'a\\nb\\n' | weirctl produce orders -k customer-7\n" +
 			"  weirctl produce orders --value hello -p 0 --acks 1 --compression zstd",
@@ -214,8 +215,8 @@ func produceLines(ctx context.Context, g *globalOptions, cl *kgo.Client, in io.R
 			return
 		}
 		switch {
-		case g.format == formatJSON:
-			writeErr = writeJSONLine(out, r)
+		case g.format != formatTable:
+			writeErr = writeStreamDocument(out, g.format, r)
 		case r.Error != "":
 			// A dead broker fails every record the same way; a wall of
 			// identical lines would bury the summary error.

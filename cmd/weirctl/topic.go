@@ -164,8 +164,8 @@ func printCreateResults(w io.Writer, format string, names []string, resps kadm.C
 }
 
 func emitTopicResults(w io.Writer, format string, results []topicResult, dry bool) error {
-	if format == formatJSON {
-		return writeJSON(w, results)
+	if format != formatTable {
+		return writeDocument(w, format, results)
 	}
 	t := newTable("TOPIC", "STATUS")
 	for _, r := range results {
@@ -234,8 +234,8 @@ func printTopicList(w io.Writer, format string, details kadm.TopicDetails) error
 		})
 	}
 	var err error
-	if format == formatJSON {
-		err = writeJSON(w, summaries)
+	if format != formatTable {
+		err = writeDocument(w, format, summaries)
 	} else {
 		t := newTable("NAME", "PARTITIONS", "REPLICAS", "ID")
 		for _, s := range summaries {
@@ -407,8 +407,8 @@ func configSourceName(s kmsg.ConfigSource) string {
 }
 
 func printTopicDescription(w io.Writer, format string, d *topicDescription) error {
-	if format == formatJSON {
-		return writeJSON(w, d)
+	if format != formatTable {
+		return writeDocument(w, format, d)
 	}
 	summary := newTable()
 	summary.row("NAME", d.Name)

@@ -165,6 +165,7 @@ func (t *txn) initCluster(c InitCluster) Result {
 		return Result{Err: errorf(kerr.InconsistentClusterID, "the cluster id is %q already; refusing %q", t.next.clusterID, c.ClusterID)}
 	}
 	t.next.clusterID = c.ClusterID
+	t.next.createdMs = t.nowMs
 	return Result{Changed: true}
 }
 
@@ -181,7 +182,7 @@ func (t *txn) registerBroker(c RegisterBroker) Result {
 	}
 	reg := BrokerRegistration{
 		NodeID: c.NodeID, Incarnation: c.Incarnation, KafkaAddr: c.KafkaAddr, RPCAddr: c.RPCAddr,
-		Rack: c.Rack, Epoch: t.index, RegisteredMs: t.nowMs, LastHeartbeatMs: t.nowMs,
+		Rack: c.Rack, AdminAddr: c.AdminAddr, Epoch: t.index, RegisteredMs: t.nowMs, LastHeartbeatMs: t.nowMs,
 	}
 	if old, ok := t.cur.brokers[c.NodeID]; ok {
 		if old.Incarnation != c.Incarnation && t.live(old) {

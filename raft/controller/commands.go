@@ -111,6 +111,7 @@ type RegisterBroker struct {
 	KafkaAddr   string        `json:"kafka_addr"`
 	RPCAddr     string        `json:"rpc_addr"`
 	Rack        string        `json:"rack,omitempty"`
+	AdminAddr   string        `json:"admin_addr,omitempty"`
 	// ClusterID, when set, must match the cluster's.
 	ClusterID string `json:"cluster_id,omitempty"`
 }

@@ -36,6 +36,7 @@ type snapshotV1 struct {
 	Index          uint64               `json:"index"`
 	ClockMs        int64                `json:"clock_ms"`
 	ClusterID      string               `json:"cluster_id"`
+	CreatedMs      int64                `json:"created_ms,omitempty"`
 	Brokers        []BrokerRegistration `json:"brokers"`
 	Topics         []*Topic             `json:"topics"`
 	Properties     []snapshotProperty   `json:"properties"`
@@ -55,7 +56,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // EncodeSnapshot writes v in the snapshot format.
 func (v *View) EncodeSnapshot(w io.Writer) error {
 	s := snapshotV1{
-		Index: v.index, ClockMs: v.clockMs, ClusterID: v.clusterID,
+		Index: v.index, ClockMs: v.clockMs, ClusterID: v.clusterID, CreatedMs: v.createdMs,
 		Brokers: v.Brokers(), Topics: make([]*Topic, 0, len(v.topics)),
 		Properties:    make([]snapshotProperty, 0, len(v.props)),
 		ConfigVersion: v.configVersion, License: v.license, NextProducerID: v.nextProducerID,
@@ -111,7 +112,7 @@ func decodeSnapshot(r io.Reader, timeoutView *View) (*View, error) {
 		return nil, fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 	}
 	v := emptyView(timeoutView.sessionTimeout)
-	v.index, v.clockMs, v.clusterID = s.Index, s.ClockMs, s.ClusterID
+	v.index, v.clockMs, v.clusterID, v.createdMs = s.Index, s.ClockMs, s.ClusterID, s.CreatedMs
 	v.configVersion, v.nextProducerID = s.ConfigVersion, s.NextProducerID
 	v.license = s.License
 	if len(v.license.Blob) == 0 {

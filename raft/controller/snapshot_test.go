@@ -55,7 +55,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		t.Fatalf("restored state differs:\n%+v\n%+v", a, b)
 	}
 	if b.ConfigVersion() != 2 || b.License().Version != 1 || string(b.License().Blob) != "LIC:enterprise" ||
-		b.ClusterID() != "weir-test" || b.NextProducerID() != 1000 || b.Index() != h.index {
+		b.ClusterID() != "weir-test" || b.Created().IsZero() || b.NextProducerID() != 1000 || b.Index() != h.index {
 		t.Fatalf("restored: version %d license %+v cluster %q pid %d index %d", b.ConfigVersion(), b.License(), b.ClusterID(), b.NextProducerID(), b.Index())
 	}
 	if p, _ := b.Property("fetch_max_bytes"); p.Version != 2 || p.Value != "1048576" {

@@ -65,6 +65,7 @@ type BrokerRegistration struct {
 	KafkaAddr   string        `json:"kafka_addr"` // advertised Kafka listener, host:port
 	RPCAddr     string        `json:"rpc_addr"`   // Raft/RPC listener, host:port
 	Rack        string        `json:"rack,omitempty"`
+	AdminAddr   string        `json:"admin_addr,omitempty"` // admin HTTP API, host:port
 	// Epoch is the broker epoch: the log index of the registration that
 	// created this incarnation's entry. Heartbeats must carry it.
 	Epoch        uint64 `json:"epoch"`
@@ -188,6 +189,7 @@ type View struct {
 	clockMs        int64
 	sessionTimeout time.Duration
 	clusterID      string
+	createdMs      int64 // when InitCluster applied: the built-in trial's start
 	brokers        map[int32]*BrokerRegistration
 	topics         map[string]*Topic
 	byID           map[TopicID]*Topic
@@ -222,6 +224,15 @@ func (v *View) SessionTimeout() time.Duration { return v.sessionTimeout }
 
 // ClusterID is the cluster's id, "" before InitCluster.
 func (v *View) ClusterID() string { return v.clusterID }
+
+// Created is when the cluster was created: the time InitCluster carried.
+// Zero before InitCluster.
+func (v *View) Created() time.Time {
+	if v.createdMs == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v.createdMs)
+}
 
 // Brokers returns every registered broker, sorted by node id.
 func (v *View) Brokers() []BrokerRegistration {

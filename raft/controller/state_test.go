@@ -27,11 +27,21 @@ func mustSnap(v *View) []byte {
 func TestInitCluster(t *testing.T) {
 	h := newHarness(t)
 	h.fails(InitCluster{}, kerr.InvalidRequest)
+	if !h.s.View().Created().IsZero() {
+		t.Fatal("created before InitCluster")
+	}
+	created := h.now
 	if !h.ok(InitCluster{ClusterID: "c1"}).Changed {
 		t.Fatal("not changed")
 	}
+	h.advance(time.Hour)
 	if r := h.ok(InitCluster{ClusterID: "c1"}); r.Changed {
 		t.Fatal("repeat changed")
+	}
+	// The creation time (the built-in license trial's start) is the
+	// first InitCluster's time, kept by snapshots.
+	if got := h.s.View().Created().UnixMilli(); got != created {
+		t.Fatalf("created %d, want %d", got, created)
 	}
 	h.fails(InitCluster{ClusterID: "c2"}, kerr.InconsistentClusterID)
 	h.fails(RegisterBroker{NodeID: 1, Incarnation: incarnation(1), KafkaAddr: "a:1", RPCAddr: "a:2", ClusterID: "other"}, kerr.InconsistentClusterID)
