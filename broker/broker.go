@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/weir-broker/weir/broker/group"
+	"github.com/weir-broker/weir/coalescer"
 	"github.com/weir-broker/weir/config"
 	"github.com/weir-broker/weir/log"
 )
@@ -48,11 +49,14 @@ type Broker struct {
 	registerer prometheus.Registerer
 	props      *config.Values // mirror of the controller's cluster properties
 
-	license     licenseState
-	licenseKeys []ed25519.PublicKey
-	watchers    watchers
-	now         func() time.Time
-	logFS       log.FS
+	coalescer *coalescer.Coalescer
+	// logReads and logReadBytes count the log reads of consumer fetches.
+	logReads, logReadBytes atomic.Uint64
+	license                licenseState
+	licenseKeys            []ed25519.PublicKey
+	watchers               watchers
+	now                    func() time.Time
+	logFS                  log.FS
 
 	ctrl *controllerNode
 
@@ -133,6 +137,9 @@ func Open(opts Options) (*Broker, error) {
 	b.awaitReplicaLeaders()
 	b.recordStartProperties()
 	b.registerMetrics()
+	if err := b.openCoalescer(); err != nil {
+		return fail(err)
+	}
 	b.registerLicenseMetrics()
 	b.logPropertyChanges()
 	b.every(licenseCheckEvery, b.checkLicense)
@@ -169,6 +176,9 @@ func (b *Broker) Close() error {
 	b.done.Wait()
 	if c := b.groups.Load(); c != nil {
 		c.Close()
+	}
+	if b.coalescer != nil {
+		b.coalescer.Close()
 	}
 	var errs []error
 	if b.ctrl != nil {

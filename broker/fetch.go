@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/weir-broker/weir/coalescer"
 	"github.com/weir-broker/weir/log"
 )
 
@@ -42,12 +43,26 @@ type FetchResult struct {
 	HighWatermark    int64
 	LastStableOffset int64
 	LogStartOffset   int64
-	Records          []byte
+	// Records are read-only: with coalescing they are shared with other
+	// fetches. Release gives them back.
+	Records []byte
+	shared  *coalescer.Result
+}
+
+// Release gives back the result's record buffer (a coalesced read's
+// reference); Records must not be used afterwards.
+func (r *FetchResult) Release() {
+	if r.shared != nil {
+		r.shared.Release()
+		r.shared = nil
+	}
+	r.Records = nil
 }
 
 // Fetch reads the partitions with KIP-74's budget, waiting up to MaxWait
 // for MinBytes of data. out must have len(req.Partitions) elements; it is
-// filled in request order.
+// filled in request order, and the caller releases each result once it
+// has written it (FetchResult.Release).
 //
 // The budget is Kafka's, applied in request order: each partition reads
 // at most min(its max bytes, what the response has left); while no
@@ -66,7 +81,7 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest, out []FetchResult
 	var wake chan struct{}
 	var deadline <-chan time.Time
 	for {
-		total, failed := b.readOnce(req, maxBytes, out)
+		total, failed := b.readOnce(ctx, req, maxBytes, out)
 		if total >= minBytes || failed || req.MaxWait <= 0 || len(req.Partitions) == 0 || ctx.Err() != nil {
 			return
 		}
@@ -88,7 +103,7 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest, out []FetchResult
 		select {
 		case <-wake:
 		case <-deadline:
-			b.readOnce(req, maxBytes, out)
+			b.readOnce(ctx, req, maxBytes, out)
 			return
 		case <-ctx.Done():
 			return
@@ -99,12 +114,13 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest, out []FetchResult
 // readOnce makes one pass over the partitions. It reports the bytes
 // read and whether any partition failed (an error answers at once, as
 // Kafka does).
-func (b *Broker) readOnce(req *FetchRequest, maxBytes int32, out []FetchResult) (total int, failed bool) {
+func (b *Broker) readOnce(ctx context.Context, req *FetchRequest, maxBytes int32, out []FetchResult) (total int, failed bool) {
 	remaining := int(maxBytes)
 	obligatory := true
 	for i := range req.Partitions {
 		fp := &req.Partitions[i]
 		r := &out[i]
+		r.Release() // of the previous pass, when long polling
 		*r = FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
 		p, err := fp.resolve()
 		if err != nil {
@@ -121,11 +137,24 @@ func (b *Broker) readOnce(req *FetchRequest, maxBytes int32, out []FetchResult) 
 		if obligatory {
 			mode = log.Obligatory
 		}
-		data, err := p.log.Read(fp.Offset, limit, mode, upTo)
+		if fp.Offset < r.LogStartOffset {
+			// Checked here as well as by the log: a shared result read
+			// before retention moved the start must not answer.
+			r.Err, failed = kerr.OffsetOutOfRange, true
+			continue
+		}
+		if fp.Offset >= upTo && fp.Offset <= p.log.EndOffset() {
+			// Caught up (the offset is valid but nothing is readable
+			// yet): the answer is empty without a read. Long-polling
+			// consumers spend most passes here.
+			continue
+		}
+		data, shared, err := b.readPartition(ctx, p, fp.Offset, limit, mode, upTo, req.Isolation)
 		if err != nil {
 			r.Err, failed = readError(err), true
 			continue
 		}
+		r.shared = shared
 		if len(data) > 0 {
 			r.Records = data
 			obligatory = false
@@ -146,6 +175,10 @@ func (fp *FetchPartition) resolve() (*Partition, error) {
 // readError maps log errors to the per-partition codes consumers handle.
 func readError(err error) error {
 	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// The fetch's own connection went away while it waited for a
+		// shared read: nobody reads this answer.
+		return kerr.RequestTimedOut
 	case errors.Is(err, log.ErrOffsetOutOfRange):
 		return kerr.OffsetOutOfRange
 	case errors.Is(err, log.ErrClosed):

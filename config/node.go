@@ -45,6 +45,11 @@ type Node struct {
 	RaftSnapshotEntries uint64 `koanf:"raft_snapshot_entries"`
 	RaftTrailingEntries uint64 `koanf:"raft_trailing_entries"`
 
+	// FetchCoalescerShards is how many shards the fetch read coalescer
+	// has (each with its own read pool and cache index); 0 means
+	// GOMAXPROCS.
+	FetchCoalescerShards int `koanf:"fetch_coalescer_shards"`
+
 	// Cluster holds initial values of cluster properties, applied when
 	// the cluster is first created on this node's data directory.
 	Cluster map[string]string `koanf:"cluster"`
@@ -53,18 +58,19 @@ type Node struct {
 // DefaultNode is a single-node broker on loopback with data in ./data.
 func DefaultNode() map[string]any {
 	return map[string]any{
-		"node_id":               0,
-		"data_dir":              "./data",
-		"kafka_addr":            "127.0.0.1:9092",
-		"advertised_kafka_addr": "",
-		"admin_addr":            "127.0.0.1:9644",
-		"rpc_addr":              "127.0.0.1:33145",
-		"rack":                  "",
-		"seeds":                 "",
-		"log_level":             "info",
-		"max_request_bytes":     100 << 20,
-		"raft_snapshot_entries": 1024,
-		"raft_trailing_entries": 512,
+		"node_id":                0,
+		"data_dir":               "./data",
+		"kafka_addr":             "127.0.0.1:9092",
+		"advertised_kafka_addr":  "",
+		"admin_addr":             "127.0.0.1:9644",
+		"rpc_addr":               "127.0.0.1:33145",
+		"rack":                   "",
+		"seeds":                  "",
+		"log_level":              "info",
+		"max_request_bytes":      100 << 20,
+		"raft_snapshot_entries":  1024,
+		"raft_trailing_entries":  512,
+		"fetch_coalescer_shards": 0,
 	}
 }
 
@@ -222,6 +228,9 @@ func (n Node) Validate() error {
 		if _, _, err := net.SplitHostPort(seed); err != nil {
 			errs = append(errs, fmt.Errorf("seeds: %q: %w", seed, err))
 		}
+	}
+	if n.FetchCoalescerShards < 0 || n.FetchCoalescerShards > 1024 {
+		errs = append(errs, fmt.Errorf("fetch_coalescer_shards %d: want 0 (GOMAXPROCS) to 1024", n.FetchCoalescerShards))
 	}
 	if n.MaxRequestBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max_request_bytes %d: must be at least 1024", n.MaxRequestBytes))

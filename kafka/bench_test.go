@@ -3,6 +3,8 @@ package kafka
 import (
 	"context"
 	"net"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,10 +13,19 @@ import (
 )
 
 // discardConn is a net.Conn whose writes vanish, so a benchmark measures
-// request handling and encoding, not the loopback.
-type discardConn struct{ net.Conn }
+// request handling and encoding, not the loopback. It counts what was
+// written when written is set.
+type discardConn struct {
+	net.Conn
+	written *atomic.Int64
+}
 
-func (discardConn) Write(b []byte) (int, error)       { return len(b), nil }
+func (d discardConn) Write(b []byte) (int, error) {
+	if d.written != nil {
+		d.written.Add(int64(len(b)))
+	}
+	return len(b), nil
+}
 func (discardConn) SetWriteDeadline(time.Time) error  { return nil }
 func (discardConn) RemoteAddr() net.Addr              { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
 func (discardConn) Close() error                      { return nil }
@@ -24,7 +35,11 @@ func (discardConn) LocalAddr() net.Addr               { return &net.TCPAddr{IP: 
 func (discardConn) SetDeadline(t time.Time) error     { return nil }
 
 func benchConn(s *Server) *clientConn {
-	c := newClientConn(s, discardConn{})
+	return benchConnCounting(s, nil)
+}
+
+func benchConnCounting(s *Server, written *atomic.Int64) *clientConn {
+	c := newClientConn(s, discardConn{written: written})
 	c.ctx = context.Background()
 	return c
 }
@@ -46,11 +61,12 @@ func BenchmarkFetchRequest(b *testing.B) {
 	for _, v := range []int16{12, 13} {
 		b.Run(map[int16]string{12: "v12", 13: "v13"}[v], func(b *testing.B) {
 			frame := encodeRequest(fetchRequest(v, "bench", tp.ID, 0, 1<<20), 1)[4:]
-			c := benchConn(s)
+			var written atomic.Int64
+			c := benchConnCounting(s, &written)
 			if err := c.handle(frame); err != nil {
 				b.Fatal(err)
 			}
-			b.SetBytes(int64(len(c.out)))
+			b.SetBytes(written.Load())
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -84,5 +100,58 @@ func BenchmarkProduceRequest(b *testing.B) {
 		if err := c.handle(f); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkFetchFanout: 64 consumers (connections) fetch the same 64 KiB
+// of one partition at the same offset with the same settings, all at
+// once, per round; coalescing off vs on. ns/op and B/op are per round;
+// log-reads/round and log-B/round say how often the log was read.
+func BenchmarkFetchFanout(b *testing.B) {
+	const consumers = 64
+	s, br, _ := startServer(b)
+	tp, err := br.CreateTopic(broker.CreateTopicRequest{Name: "fanout", Partitions: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < 8; i++ {
+		if _, err := br.Produce(context.Background(), "fanout", 0, logtest.Batch{Records: 8, ValueSize: 1000}.Encode(), broker.ProduceOptions{AllowZstd: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	frame := encodeRequest(fetchRequest(12, "fanout", tp.ID, 0, 64<<10), 1)[4:]
+	for _, on := range []bool{false, true} {
+		name := map[bool]string{false: "coalescing=off", true: "coalescing=on"}[on]
+		b.Run(name, func(b *testing.B) {
+			if err := br.AlterClusterProperties([]broker.PropertyChange{{Name: "kafka_fetch_read_coalescing_enabled", Value: map[bool]string{false: "false", true: "true"}[on]}}, false); err != nil {
+				b.Fatal(err)
+			}
+			var written atomic.Int64
+			conns := make([]*clientConn, consumers)
+			for i := range conns {
+				conns[i] = benchConnCounting(s, &written)
+			}
+			reads0, bytes0 := br.LogReadStats()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				var wg sync.WaitGroup
+				for _, c := range conns {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						if err := c.handle(frame); err != nil {
+							b.Error(err)
+						}
+					}()
+				}
+				wg.Wait()
+			}
+			b.StopTimer()
+			reads, bytes := br.LogReadStats()
+			b.SetBytes(written.Load() / int64(b.N))
+			b.ReportMetric(float64(reads-reads0)/float64(b.N), "log-reads/round")
+			b.ReportMetric(float64(bytes-bytes0)/float64(b.N), "log-B/round")
+		})
 	}
 }

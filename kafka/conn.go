@@ -44,6 +44,7 @@ type clientConn struct {
 	clientID  string // of the request being handled
 	out       []byte // response buffer, reused between requests
 	fetch     fetchScratch
+	fetchEnc  fetchEncoder
 }
 
 func newClientConn(s *Server, nc net.Conn) *clientConn {
@@ -181,21 +182,50 @@ func (c *clientConn) write(h requestHeader, resp kmsg.Response, start time.Time,
 	if resp.IsFlexible() && h.key != apiVersionsKey {
 		out = append(out, 0)
 	}
-	out = resp.AppendTo(out)
-	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
-	c.nc.SetWriteDeadline(time.Now().Add(idleTimeout))
-	_, err := c.nc.Write(out)
+	var n int64
+	var err error
+	if fr, ok := resp.(*fetchResponse); ok {
+		n, err = c.writeFetch(out, fr)
+	} else {
+		out = resp.AppendTo(out)
+		binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+		c.nc.SetWriteDeadline(time.Now().Add(idleTimeout))
+		var w int
+		w, err = c.nc.Write(out)
+		n = int64(w)
+	}
 	// Keep the buffer for the next response unless it grew huge for one
-	// large fetch.
+	// large response.
 	if cap(out) <= 1<<20 {
-		c.out = out
+		c.out = out[:0]
 	} else {
 		c.out = nil
 	}
-	c.s.metrics.bytesOut.Add(float64(len(out)))
+	c.s.metrics.bytesOut.Add(float64(n))
 	api.requests.Inc()
 	api.latency.Observe(time.Since(start).Seconds())
 	return err
+}
+
+// writeFetch writes a fetch response after header as one writev, then
+// releases its record buffers.
+func (c *clientConn) writeFetch(header []byte, fr *fetchResponse) (int64, error) {
+	e := &c.fetchEnc
+	defer func() {
+		e.release()
+		fr.release()
+	}()
+	e.reset(header)
+	e.encode(fr.FetchResponse)
+	pieces := e.finish()
+	size := 0
+	for _, p := range pieces {
+		size += len(p)
+	}
+	binary.BigEndian.PutUint32(pieces[0], uint32(size-4))
+	c.nc.SetWriteDeadline(time.Now().Add(idleTimeout))
+	n, err := pieces.WriteTo(c.nc)
+	return n, err
 }
 
 // errConnClosing ends a handler whose connection went away while it

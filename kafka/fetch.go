@@ -23,6 +23,11 @@ package kafka
 //     0, every request treated as full, which Kafka itself does when its
 //     session cache is full. An incremental request for a session weir
 //     never created gets FETCH_SESSION_ID_NOT_FOUND.
+//   - Responses are written with writev: the response's own fields from
+//     the connection's buffer, record batches of 512 bytes or more from
+//     the buffer they were read into, shared when the read was coalesced
+//     (kafka_fetch_read_coalescing_enabled). The bytes are those kmsg
+//     encodes (fetch_encode_test.go).
 //   - Only the partition leader serves consumer fetches; other replicas
 //     answer NOT_LEADER_OR_FOLLOWER, naming the leader from v16
 //     (KIP-951). No preferred read replica (-1) yet.
@@ -80,10 +85,25 @@ func (s *Server) handleFetch(c *clientConn, kreq kmsg.Request) (kmsg.Response, e
 		}
 	}
 	s.countFetched(plan)
-	// The results hold record buffers that now belong to the response;
-	// drop the references so the scratch space does not pin them.
-	clear(plan.results)
-	return resp, nil
+	return &fetchResponse{FetchResponse: resp, plan: plan}, nil
+}
+
+// fetchResponse is a Fetch answer written as pieces: its own fields, then
+// each partition's record batches from the buffer they were read into —
+// with coalescing, one buffer shared by every consumer of the same read.
+// The buffers are released once written.
+type fetchResponse struct {
+	*kmsg.FetchResponse
+	plan *fetchScratch
+}
+
+// release gives back the record buffers and drops the references, so the
+// connection's scratch space does not pin them.
+func (r *fetchResponse) release() {
+	for i := range r.plan.results {
+		r.plan.results[i].Release()
+	}
+	clear(r.plan.results)
 }
 
 // countFetched adds the record bytes a fetch returned to their topics'

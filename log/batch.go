@@ -230,3 +230,20 @@ func rewriteBatch(b []byte, baseOffset int64, leaderEpoch int32, logAppendTime i
 	size := int(binary.BigEndian.Uint32(b[offLength:])) + batchPrefixLen
 	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:size], crcTable))
 }
+
+// EndOffset returns the offset after the last record of the whole
+// batches at the start of records (what Read returns), and false when
+// records holds no whole batch.
+func EndOffset(records []byte) (int64, bool) {
+	end, ok := int64(0), false
+	for len(records) >= batchHeaderLen {
+		size := int64(binary.BigEndian.Uint32(records[offLength:])) + batchPrefixLen
+		if size < batchHeaderLen || size > int64(len(records)) {
+			break
+		}
+		h := parseHeader(records)
+		end, ok = h.LastOffset()+1, true
+		records = records[size:]
+	}
+	return end, ok
+}

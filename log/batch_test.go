@@ -94,3 +94,26 @@ func FuzzValidateBatches(f *testing.F) {
 		}
 	})
 }
+
+func TestEndOffset(t *testing.T) {
+	a := simpleBatch(t, 3, 1, 10) // offsets 0-2
+	b := simpleBatch(t, 2, 1, 10)
+	binary.BigEndian.PutUint64(b, 3) // offsets 3-4
+	both := append(append([]byte(nil), a...), b...)
+	for _, tc := range []struct {
+		name    string
+		records []byte
+		want    int64
+		ok      bool
+	}{
+		{"empty", nil, 0, false},
+		{"one batch", a, 3, true},
+		{"two batches", both, 5, true},
+		{"a partial second batch is not counted", both[:len(both)-1], 3, true},
+		{"only a partial batch", a[:20], 0, false},
+	} {
+		if got, ok := EndOffset(tc.records); got != tc.want || ok != tc.ok {
+			t.Errorf("%s: %d %v, want %d %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -17,7 +17,7 @@ func newClusterCommand(g *globalOptions) *cobra.Command {
 		Use:   "cluster",
 		Short: "Inspect the cluster: brokers, controller, partition health",
 	}
-	cmd.AddCommand(newClusterInfoCommand(g), newClusterHealthCommand(g), newClusterConfigCommand(g), newClusterLicenseCommand(g))
+	cmd.AddCommand(newClusterInfoCommand(g), newClusterHealthCommand(g), newClusterConfigCommand(g), newClusterLicenseCommand(g), newClusterCoalescerCommand(g))
 	return cmd
 }
 

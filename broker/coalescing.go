@@ -1,0 +1,112 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/weir-broker/weir/coalescer"
+	"github.com/weir-broker/weir/log"
+)
+
+// coalescingProperty switches fetch read coalescing (an enterprise feature).
+const coalescingProperty = "kafka_fetch_read_coalescing_enabled"
+
+// openCoalescer creates the fetch read coalescer, registers its metrics
+// (unless disable_metrics is set) and lets the cluster property, as it
+// takes effect, switch it on and off: on allocates the shards' cache
+// indexes, off frees them at once; reads in flight finish either way.
+func (b *Broker) openCoalescer() error {
+	opts := coalescer.Options{Shards: b.node.FetchCoalescerShards}
+	if !b.props.Bool("disable_metrics") {
+		opts.Registerer = b.registerer
+	}
+	c, err := coalescer.New(opts)
+	if err != nil {
+		return fmt.Errorf("fetch read coalescer: %w", err)
+	}
+	b.coalescer = c
+	if b.registerer != nil {
+		for _, m := range []prometheus.Collector{
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "weir_log_reads_total",
+				Help: "Partition log reads made for consumer fetches (one per coalesced read)."},
+				func() float64 { return float64(b.logReads.Load()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "weir_log_read_bytes_total",
+				Help: "Record bytes read from partition logs for consumer fetches."},
+				func() float64 { return float64(b.logReadBytes.Load()) }),
+		} {
+			if err := b.registerer.Register(m); err != nil {
+				b.logger.Warn("registering log read metrics", "err", err)
+			}
+		}
+	}
+	b.WatchProperty(coalescingProperty, func(value string) {
+		on := parseBool(value)
+		if on != c.Enabled() {
+			b.logger.Info("fetch read coalescing", "enabled", on)
+		}
+		c.SetEnabled(on)
+	})
+	return nil
+}
+
+// CoalescerStats reports the coalescer's counters per shard.
+func (b *Broker) CoalescerStats() []coalescer.ShardStats {
+	if b.coalescer == nil {
+		return nil
+	}
+	return b.coalescer.Stats()
+}
+
+// readPartition reads one partition's records for a fetch: through the
+// coalescer while coalescing is in effect, so that identical reads
+// (same partition, offset, byte limit, isolation and obligatory or
+// strict) share one read and one buffer, else straight from the log.
+// shared, when set, holds data and must be released.
+func (b *Broker) readPartition(ctx context.Context, p *Partition, offset int64, limit int, mode log.ReadMode, upTo int64, isolation int8) (data []byte, shared *coalescer.Result, err error) {
+	c := b.coalescer
+	if c == nil || !c.Enabled() {
+		data, err = b.readLog(p, offset, limit, mode, upTo)
+		return data, nil, err
+	}
+	key := coalescer.Key{
+		TopicID: p.topic.ID, Partition: p.Index, Offset: offset, MaxBytes: int32(limit),
+		Isolation: isolation, Obligatory: mode == log.Obligatory,
+	}
+	res, err := c.Read(ctx, key, upTo, func(context.Context) ([]byte, int64, error) {
+		data, err := b.readLog(p, offset, limit, mode, upTo)
+		return data, freshUntil(data, upTo), err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return res.Data, res, nil
+}
+
+// LogReadStats reports the log reads made for consumer fetches and the
+// bytes they returned, since the broker started.
+func (b *Broker) LogReadStats() (reads, bytes uint64) {
+	return b.logReads.Load(), b.logReadBytes.Load()
+}
+
+// readLog reads from a partition's log, counting the reads and bytes.
+func (b *Broker) readLog(p *Partition, offset int64, limit int, mode log.ReadMode, upTo int64) ([]byte, error) {
+	data, err := p.log.Read(offset, limit, mode, upTo)
+	b.logReads.Add(1)
+	b.logReadBytes.Add(uint64(len(data)))
+	return data, err
+}
+
+// freshUntil is the watermark a shared read stays fresh up to. A read
+// that stopped short of its watermark upTo (at its byte limit, or at a
+// segment's end) returns the same bytes whatever the watermark becomes:
+// the records below it never change. Only a read that reached upTo can
+// be outgrown by new records.
+func freshUntil(data []byte, upTo int64) int64 {
+	if end, ok := log.EndOffset(data); ok && end < upTo {
+		return math.MaxInt64
+	}
+	return upTo
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+func newClusterCoalescerCommand(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "coalescer",
+		Short: "Inspect the fetch read coalescer (kafka_fetch_read_coalescing_enabled) on every broker",
+		Long: "The coalescer commands ask one broker's admin API for the brokers of the\n" +
+			"cluster (GET /v1/brokers), then read each live broker's /metrics at its\n" +
+			"admin_addr. " + adminURLHelp,
+	}
+	client := addAdminURLFlag(cmd, g)
+	cmd.AddCommand(newCoalescerStatsCommand(g, client))
+	return cmd
+}
+
+// errNoBrokerAnswered makes `cluster coalescer stats` exit non-zero when
+// no broker's counters could be read; some failing is reported, not fatal.
+var errNoBrokerAnswered = errors.New("no broker reported coalescer counters")
+
+func newCoalescerStatsCommand(g *globalOptions, client func() *adminClient) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stats",
+		Short: "Show each broker's coalescer counters per shard, with hit ratios",
+		Long: "For every live broker and shard: reads that inserted a cache entry\n" +
+			"(insertions, and reinsertions of an evicted key) and reads served from one\n" +
+			"that was ready or still being read (hits). HIT-RATIO is hits over all\n" +
+			"coalesced reads. Counters are totals since each broker started.\n" +
+			"Brokers that cannot be read are listed with the reason; the command fails\n" +
+			"only when none can be read.",
+		Example: "  weirctl cluster coalescer stats --admin-url 127.0.0.1:9644\n" +
+			"  weirctl cluster coalescer stats --format json",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c := client()
+			brokers, err := c.listBrokers(cmd.Context())
+			if err != nil {
+				return err
+			}
+			stats := summarizeCoalescer(c.scrapeBrokers(cmd.Context(), brokers))
+			if err := stats.write(cmd.OutOrStdout(), g.format); err != nil {
+				return err
+			}
+			if stats.Answered == 0 {
+				return errNoBrokerAnswered
+			}
+			return nil
+		},
+	}
+}
+
+// coalescerStats is the document `cluster coalescer stats` prints; field
+// names are a contract for scripts.
+type coalescerStats struct {
+	Brokers []coalescerBrokerStats `json:"brokers"`
+	// Answered counts brokers whose counters were read; Total sums them.
+	Answered int             `json:"answered"`
+	Total    coalescerCounts `json:"total"`
+}
+
+type coalescerBrokerStats struct {
+	NodeID    int32                  `json:"node_id"`
+	AdminAddr string                 `json:"admin_addr"`
+	Shards    []shardCoalescerCounts `json:"shards"`
+	Total     *coalescerCounts       `json:"total,omitempty"`
+	Error     string                 `json:"error,omitempty"`
+}
+
+func summarizeCoalescer(scrapes []brokerScrape) coalescerStats {
+	s := coalescerStats{Brokers: []coalescerBrokerStats{}}
+	for _, sc := range scrapes {
+		b := coalescerBrokerStats{NodeID: sc.broker.NodeID, AdminAddr: sc.broker.AdminAddr, Shards: []shardCoalescerCounts{}}
+		err := sc.err
+		if err == nil {
+			var shards []shardCoalescerCounts
+			if shards, err = sc.metrics.coalescerShards(); err == nil {
+				total := sumShards(shards)
+				b.Shards, b.Total = shards, &total
+				s.Total = s.Total.plus(total)
+				s.Answered++
+			}
+		}
+		if err != nil {
+			b.Error = err.Error()
+		}
+		s.Brokers = append(s.Brokers, b)
+	}
+	return s
+}
+
+func (s coalescerStats) write(w io.Writer, format string) error {
+	if format != formatTable {
+		return writeDocument(w, format, s)
+	}
+	t := newTable("BROKER", "SHARD", "INSERTIONS", "REINSERTIONS", "READY-HITS", "INFLIGHT-HITS", "HIT-RATIO")
+	countsRow := func(broker, shard string, c coalescerCounts) {
+		t.row(broker, shard, c.Insertions, c.Reinsertions, c.ReadyHits, c.InflightHits, fmt.Sprintf("%.3f", c.HitRatio))
+	}
+	var failed []coalescerBrokerStats
+	for _, b := range s.Brokers {
+		if b.Total == nil {
+			failed = append(failed, b)
+			continue
+		}
+		id := fmt.Sprint(b.NodeID)
+		for _, sh := range b.Shards {
+			countsRow(id, sh.Shard, sh.coalescerCounts)
+		}
+		countsRow(id, "total", *b.Total)
+	}
+	// A cluster line only adds information when it sums several brokers.
+	if s.Answered > 1 {
+		countsRow("all", "total", s.Total)
+	}
+	if s.Answered > 0 {
+		if err := t.write(w); err != nil {
+			return err
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	if s.Answered > 0 {
+		fmt.Fprintln(w)
+	}
+	ft := newTable("BROKER", "ADMIN-ADDR", "ERROR")
+	for _, b := range failed {
+		ft.row(b.NodeID, b.AdminAddr, b.Error)
+	}
+	return ft.write(w)
+}

@@ -1,0 +1,149 @@
+package coalescer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// ReadFunc performs one read; it runs on a shard worker goroutine (on the
+// caller's goroutine while coalescing is disabled). ctx is the context of
+// the fetch that started the read. watermark is the partition's high
+// watermark (last stable offset for read_committed) the read was bounded
+// by. The coalescer owns the returned data from then on: it goes to the
+// callers, or to Options.Free if none takes it.
+type ReadFunc func(ctx context.Context) (data []byte, watermark int64, err error)
+
+// Coalescer shares identical partition reads between concurrent and
+// back-to-back fetches. It is safe for concurrent use.
+type Coalescer struct {
+	shards     []*shard
+	free       func([]byte)
+	registerer prometheus.Registerer
+	collector  *collector
+
+	enabled atomic.Bool
+	closed  atomic.Bool
+	// stateMu serializes SetEnabled and Close, so concurrent switches
+	// leave every shard in the state of the last one.
+	stateMu sync.Mutex
+}
+
+// New starts a coalescer's shard workers and registers its metrics on
+// opts.Registerer, if set.
+func New(opts Options) (*Coalescer, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c := &Coalescer{free: opts.Free, registerer: opts.Registerer}
+	c.shards = make([]*shard, opts.Shards)
+	for i := range c.shards {
+		c.shards[i] = newShard(opts)
+	}
+	c.collector = newCollector(c.shards)
+	if c.registerer != nil {
+		if err := c.registerer.Register(c.collector); err != nil {
+			c.stopWorkers()
+			return nil, fmt.Errorf("coalescer: registering metrics: %w", err)
+		}
+	}
+	if opts.Enabled {
+		c.SetEnabled(true)
+	}
+	return c, nil
+}
+
+// SetEnabled switches coalescing. On allocates every shard's index; off
+// frees them at once, while reads in flight still complete and deliver to
+// their waiters. After Close it does nothing.
+func (c *Coalescer) SetEnabled(on bool) {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	if c.closed.Load() {
+		return
+	}
+	if on {
+		// Indexes first, so a reader that sees enabled finds one.
+		for _, s := range c.shards {
+			s.enable()
+		}
+		c.enabled.Store(true)
+		return
+	}
+	c.enabled.Store(false)
+	for _, s := range c.shards {
+		s.disable()
+	}
+}
+
+// Enabled reports whether coalescing is on.
+func (c *Coalescer) Enabled() bool { return c.enabled.Load() }
+
+// Read returns a result for key whose Watermark >= current (current is the
+// partition's watermark now, as the caller sees it), sharing with an
+// in-flight or retained read of the same key on the key's shard. Errors:
+// the read's error (every coalesced waiter gets the same error), or ctx's
+// error if ctx ends while waiting. The caller must Release the result.
+//
+// A read that starts after the caller arrived is accepted whatever its
+// watermark, since nothing fresher exists; only results of earlier reads
+// are checked against current.
+func (c *Coalescer) Read(ctx context.Context, key Key, current int64, read ReadFunc) (*Result, error) {
+	if read == nil {
+		return nil, ErrNilRead
+	}
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if !c.enabled.Load() {
+		return readDirect(ctx, read, c.free)
+	}
+	return c.shards[c.ShardOf(key)].read(ctx, key, current, read)
+}
+
+// ShardOf returns the shard that serves key: a hash of its topic id and
+// partition, so all keys of one partition map to one shard.
+func (c *Coalescer) ShardOf(key Key) int {
+	return reduce(key.partitionHash(), len(c.shards))
+}
+
+// Stats returns every shard's counters, indexed by shard.
+func (c *Coalescer) Stats() []ShardStats {
+	stats := make([]ShardStats, len(c.shards))
+	for i, s := range c.shards {
+		stats[i] = s.counters.snapshot()
+	}
+	return stats
+}
+
+// Close stops the workers once the jobs already queued have run, drops the
+// indexes and unregisters the metrics. Read after Close returns ErrClosed.
+// Close is idempotent.
+func (c *Coalescer) Close() {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	if c.closed.Swap(true) {
+		return
+	}
+	c.stopWorkers()
+	c.enabled.Store(false)
+	for _, s := range c.shards {
+		s.disable()
+	}
+	if c.registerer != nil {
+		c.registerer.Unregister(c.collector)
+	}
+}
+
+func (c *Coalescer) stopWorkers() {
+	for _, s := range c.shards {
+		s.pool.close()
+	}
+}

@@ -1,0 +1,72 @@
+// Package coalescer shares fetch reads of one partition between the
+// consumers that ask for exactly the same data at about the same time: one
+// read, one buffer, N consumers. It reproduces Redpanda's fetch read
+// coalescing.
+//
+// # Sharding
+//
+// A partition (topic id and partition index) hashes to one shard, so every
+// read of a partition, whatever its offset or limits, meets the other reads
+// of that partition in one place. A shard owns a mutex, a cache index and a
+// bounded pool of worker goroutines fed by a bounded job queue: a burst of
+// misses queues (and its submitters wait, honouring their contexts) instead
+// of spawning goroutines without limit.
+//
+// # Index
+//
+// Each shard's index is a fixed-size, set-associative table: IndexBytes
+// divided into buckets of eight 64-byte slots, allocated when coalescing is
+// switched on and dropped when it is switched off, so a disabled coalescer
+// costs no memory and an enabled one costs a known amount however many keys
+// pass through. A key's bucket is chosen by a hash of the whole key. When a
+// bucket is full, the new key takes a slot that is neither in flight nor
+// holding a live result; failing that, the least recently used ready slot
+// (whose holders keep their references: the result only stops being
+// findable); failing that, when every way is in flight, the read runs
+// uncached. Keys share only when every field is equal, so obligatory and
+// strict reads, different byte limits, isolation levels or offsets never
+// serve each other.
+//
+// # States and reference counting
+//
+// A slot is empty, in flight or ready. Callers that find a read in flight
+// wait for it (an in-flight hit). When the read completes, its Result is
+// created with exactly one reference per waiter still waiting, and the slot
+// becomes ready. A ready slot points at the Result but owns no reference:
+// the cache never keeps bytes alive on its own. A later caller takes a
+// reference only if the result still has a holder (a compare-and-swap from
+// refs > 0 to refs+1, so a result whose last holder released it is never
+// revived) and is fresh: a ready hit. Otherwise it re-reads in the same
+// slot: a reinsertion. The last Release drops Data and hands it to
+// Options.Free, so pooled buffers return to their pool exactly once. Empty
+// results and errors reach every waiter of their read but are not retained.
+//
+// # Freshness
+//
+// A caller passes the partition's watermark as it sees it now; a result is
+// fresh for it when its watermark is at least that. Ready hits and waiters
+// that joined a read already in flight when they arrived check freshness
+// and re-read when stale. A read that started after a caller arrived is as
+// fresh as anything the caller could get and is accepted as is, which
+// bounds every caller to at most one stale retry.
+//
+// # Cancellation
+//
+// A read runs with the context of the fetch that started it. If that
+// context ends, the read's failure is that fetch's business alone: when the
+// error is (or wraps) context.Canceled or context.DeadlineExceeded and the
+// initiating context is done, waiters whose own context is still alive
+// retry, and the first of them starts a new read. A queued job whose
+// initiator's context has already ended is skipped without reading, with
+// the same effect. Any other error goes to every waiter, as the same value.
+// A waiter whose own context ends returns its context's error at once and
+// leaves the others undisturbed.
+//
+// # Switching on and off
+//
+// SetEnabled(false) drops every index at once; reads in flight still
+// complete and deliver to their waiters, and later reads call their
+// ReadFunc directly on the caller's goroutine (no pool, no index, no
+// counters), wrapped in a Result with one reference so callers handle both
+// modes alike. No read fails because of a switch.
+package coalescer

@@ -1,0 +1,122 @@
+package coalescer
+
+import (
+	"strconv"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// ShardStats are one shard's counters. Each lookup counts once, so a Read
+// that retries (after a stale in-flight result or an initiator's
+// cancellation) counts once per attempt.
+type ShardStats struct {
+	// Insertions are lookups that missed and started a new read,
+	// including reads that ran uncached because every way was in flight.
+	Insertions uint64
+	// Reinsertions are lookups that found their key stale or with its
+	// last holder gone, and read it again in place.
+	Reinsertions uint64
+	// ReadyHits are lookups served from a retained, completed read.
+	ReadyHits uint64
+	// InflightHits are lookups that waited for a read in flight.
+	InflightHits uint64
+}
+
+// HitRatio is the share of lookups served without a read of their own:
+// (ready + in-flight hits) / all lookups, 0 when there were none.
+func HitRatio(s ShardStats) float64 {
+	hits := s.ReadyHits + s.InflightHits
+	total := s.Insertions + s.Reinsertions + hits
+	if total == 0 {
+		return 0
+	}
+	return float64(hits) / float64(total)
+}
+
+// SumStats adds up per-shard stats, e.g. for HitRatio(SumStats(c.Stats())).
+func SumStats(stats []ShardStats) ShardStats {
+	var sum ShardStats
+	for _, s := range stats {
+		sum.Insertions += s.Insertions
+		sum.Reinsertions += s.Reinsertions
+		sum.ReadyHits += s.ReadyHits
+		sum.InflightHits += s.InflightHits
+	}
+	return sum
+}
+
+// counters are a shard's live stats. Plain atomics keep the hot path free
+// of metric-library calls; the collector reads them at scrape time.
+type counters struct {
+	insertions   atomic.Uint64
+	reinsertions atomic.Uint64
+	readyHits    atomic.Uint64
+	inflightHits atomic.Uint64
+}
+
+func (c *counters) snapshot() ShardStats {
+	return ShardStats{
+		Insertions:   c.insertions.Load(),
+		Reinsertions: c.reinsertions.Load(),
+		ReadyHits:    c.readyHits.Load(),
+		InflightHits: c.inflightHits.Load(),
+	}
+}
+
+// Metric names, as Redpanda exports them.
+const (
+	insertionsName   = "vectorized_kafka_fetch_read_coalescer_insertions_total"
+	reinsertionsName = "vectorized_kafka_fetch_read_coalescer_reinsertions_total"
+	readyHitsName    = "vectorized_kafka_fetch_read_coalescer_ready_hits_total"
+	inflightHitsName = "vectorized_kafka_fetch_read_coalescer_inflight_hits_total"
+)
+
+// collector exposes every shard's counters, one series per shard.
+type collector struct {
+	shards []*shard
+	labels []string
+
+	insertions   *prometheus.Desc
+	reinsertions *prometheus.Desc
+	readyHits    *prometheus.Desc
+	inflightHits *prometheus.Desc
+}
+
+func newCollector(shards []*shard) *collector {
+	labels := make([]string, len(shards))
+	for i := range shards {
+		labels[i] = strconv.Itoa(i)
+	}
+	shard := []string{"shard"}
+	return &collector{
+		shards: shards,
+		labels: labels,
+		insertions: prometheus.NewDesc(insertionsName,
+			"Fetch reads that missed and performed a new read.", shard, nil),
+		reinsertions: prometheus.NewDesc(reinsertionsName,
+			"Fetch reads that re-read an existing stale or expired entry.", shard, nil),
+		readyHits: prometheus.NewDesc(readyHitsName,
+			"Fetch reads served from a retained, already-completed read.", shard, nil),
+		inflightHits: prometheus.NewDesc(inflightHitsName,
+			"Fetch reads served by awaiting an in-flight read.", shard, nil),
+	}
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.insertions
+	ch <- c.reinsertions
+	ch <- c.readyHits
+	ch <- c.inflightHits
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	for i, s := range c.shards {
+		st := s.counters.snapshot()
+		label := c.labels[i]
+		ch <- prometheus.MustNewConstMetric(c.insertions, prometheus.CounterValue, float64(st.Insertions), label)
+		ch <- prometheus.MustNewConstMetric(c.reinsertions, prometheus.CounterValue, float64(st.Reinsertions), label)
+		ch <- prometheus.MustNewConstMetric(c.readyHits, prometheus.CounterValue, float64(st.ReadyHits), label)
+		ch <- prometheus.MustNewConstMetric(c.inflightHits, prometheus.CounterValue, float64(st.InflightHits), label)
+	}
+}

@@ -1,0 +1,73 @@
+package coalescer
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Defaults applied to zero-valued Options fields.
+const (
+	DefaultWorkersPerShard = 2
+	DefaultQueueDepth      = 256
+	DefaultIndexBytes      = 512 << 10
+)
+
+// Options configures a Coalescer. The zero value is valid: every zero field
+// takes its default.
+type Options struct {
+	// Shards is the number of shards; default runtime.GOMAXPROCS(0).
+	Shards int
+	// WorkersPerShard bounds the goroutines that run a shard's reads;
+	// default 2.
+	WorkersPerShard int
+	// QueueDepth bounds a shard's queue of reads waiting for a worker;
+	// default 256. A full queue makes the submitter wait, honouring its
+	// context.
+	QueueDepth int
+	// IndexBytes is the size of each shard's cache index while enabled;
+	// default 512 KiB. It is rounded down to whole buckets, with at least
+	// one bucket.
+	IndexBytes int
+	// Registerer, when non-nil, receives the coalescer's metrics; Close
+	// unregisters them.
+	Registerer prometheus.Registerer
+	// Free, when set, is called with a result's Data once its last
+	// reference is released, and with data that a read returned but no
+	// caller took (an error, or every waiter gone), so buffers can return
+	// to a pool. It is never called with nil.
+	Free func([]byte)
+	// Enabled is the initial state; SetEnabled changes it later.
+	Enabled bool
+}
+
+// withDefaults validates o and fills in its zero fields.
+func (o Options) withDefaults() (Options, error) {
+	for _, f := range []struct {
+		name  string
+		value int
+	}{
+		{"Shards", o.Shards},
+		{"WorkersPerShard", o.WorkersPerShard},
+		{"QueueDepth", o.QueueDepth},
+		{"IndexBytes", o.IndexBytes},
+	} {
+		if f.value < 0 {
+			return o, fmt.Errorf("%w: %s is %d, must not be negative", ErrInvalidOptions, f.name, f.value)
+		}
+	}
+	if o.Shards == 0 {
+		o.Shards = runtime.GOMAXPROCS(0)
+	}
+	if o.WorkersPerShard == 0 {
+		o.WorkersPerShard = DefaultWorkersPerShard
+	}
+	if o.QueueDepth == 0 {
+		o.QueueDepth = DefaultQueueDepth
+	}
+	if o.IndexBytes == 0 {
+		o.IndexBytes = DefaultIndexBytes
+	}
+	return o, nil
+}

@@ -1,0 +1,222 @@
+package coalescer
+
+import (
+	"context"
+	"runtime"
+	"sync"
+)
+
+// shard owns the cache index and the worker pool of the partitions that
+// hash to it.
+type shard struct {
+	free       func([]byte)
+	indexBytes int
+	pool       *workerPool
+	counters   counters
+
+	mu sync.Mutex
+	// index is nil while coalescing is disabled.
+	index *index
+	// flights counts the flights created so far; see flight.seq.
+	flights uint64
+	// clock orders slot uses for eviction.
+	clock uint64
+}
+
+func newShard(opts Options) *shard {
+	s := &shard{free: opts.Free, indexBytes: opts.IndexBytes}
+	s.pool = newWorkerPool(opts.WorkersPerShard, opts.QueueDepth, s.execute)
+	return s
+}
+
+// enable installs a fresh index unless one is already in place. It is
+// allocated outside the mutex so that readers never wait on the zeroing of
+// half a megabyte.
+func (s *shard) enable() {
+	s.mu.Lock()
+	present := s.index != nil
+	s.mu.Unlock()
+	if present {
+		return
+	}
+	x := newIndex(s.indexBytes)
+	s.mu.Lock()
+	if s.index == nil {
+		s.index = x
+	}
+	s.mu.Unlock()
+}
+
+// disable drops the index. Flights registered in it keep running: complete
+// notices that their index is gone and only delivers.
+func (s *shard) disable() {
+	s.mu.Lock()
+	s.index = nil
+	s.mu.Unlock()
+}
+
+// read serves key from the index, taking a ready result, joining a read in
+// flight or starting one. It tries again when the outcome was not meant
+// for this caller: a stale result of a read that started before the caller
+// arrived, or the failure of an initiator whose context ended.
+func (s *shard) read(ctx context.Context, key Key, current int64, read ReadFunc) (*Result, error) {
+	var arrived uint64
+	for attempt := 0; ; attempt++ {
+		s.mu.Lock()
+		x := s.index
+		if x == nil {
+			s.mu.Unlock()
+			return readDirect(ctx, read, s.free)
+		}
+		if attempt == 0 {
+			arrived = s.flights
+		}
+		match, victim := x.probe(&key)
+		var f *flight
+		switch {
+		case match >= 0 && x.slots[match].flight != nil:
+			f = x.slots[match].flight
+			f.waiters++
+			s.mu.Unlock()
+			s.counters.inflightHits.Add(1)
+		case match >= 0:
+			sl := &x.slots[match]
+			if r := sl.result; current <= r.Watermark && r.tryAcquire() {
+				s.clock++
+				sl.used = s.clock
+				s.mu.Unlock()
+				s.counters.readyHits.Add(1)
+				return r, nil
+			}
+			// Stale, or its last holder is gone: read again in place.
+			f = s.newFlight(ctx, read, x, match)
+			sl.result, sl.flight = nil, f
+			s.mu.Unlock()
+			s.counters.reinsertions.Add(1)
+			s.submit(ctx, f)
+		default:
+			if victim >= 0 {
+				f = s.newFlight(ctx, read, x, victim)
+				x.slots[victim] = slot{key: key, flight: f}
+			} else {
+				// Every way is in flight: read without caching.
+				f = s.newFlight(ctx, read, nil, -1)
+			}
+			s.mu.Unlock()
+			s.counters.insertions.Add(1)
+			s.submit(ctx, f)
+		}
+		res, err, retry := s.await(ctx, f, current, arrived)
+		if !retry {
+			return res, err
+		}
+	}
+}
+
+// newFlight creates a flight with its initiator as the only waiter. The
+// caller holds s.mu.
+func (s *shard) newFlight(ctx context.Context, read ReadFunc, x *index, pos int) *flight {
+	s.flights++
+	return &flight{
+		ctx: ctx, read: read, seq: s.flights, idx: x, pos: pos,
+		done: make(chan struct{}), waiters: 1,
+	}
+}
+
+// submit queues f for a worker; if it cannot (the initiator's context
+// ended while the queue was full, or the coalescer closed), f completes
+// with that error right away so its waiters are not left hanging.
+func (s *shard) submit(ctx context.Context, f *flight) {
+	if err := s.pool.submit(ctx, f); err != nil {
+		s.complete(f, nil, 0, err)
+	}
+}
+
+// execute runs on a worker. A job whose initiator is gone is skipped: the
+// read would be wasted on it, and its waiters retry with their own.
+func (s *shard) execute(f *flight) {
+	// Yield once before reading. The fetches one append wakes become
+	// runnable together, but the Go scheduler runs the worker their first
+	// submit readied ahead of them: without the yield the read completes,
+	// its initiator writes and releases, and each following fetch finds
+	// the result gone and reads again. One yield lets the woken fetches
+	// join this flight first; with nothing else runnable it costs a few
+	// hundred nanoseconds.
+	runtime.Gosched()
+	if err := f.ctx.Err(); err != nil {
+		s.complete(f, nil, 0, err)
+		return
+	}
+	data, watermark, err := f.call()
+	s.complete(f, data, watermark, err)
+}
+
+// complete records f's outcome, updates its slot and wakes its waiters.
+// The result starts with one reference per waiter still waiting, counted
+// under the mutex that waiters join and leave under, so the count is exact.
+func (s *shard) complete(f *flight, data []byte, watermark int64, err error) {
+	cancelled := err != nil && f.initiatorCancelled(err)
+	s.mu.Lock()
+	var res *Result
+	if err == nil && f.waiters > 0 {
+		res = newResult(data, watermark, f.waiters, s.free)
+	}
+	if f.idx != nil && f.idx == s.index && f.idx.slots[f.pos].flight == f {
+		sl := &f.idx.slots[f.pos]
+		if res != nil && len(data) > 0 {
+			s.clock++
+			sl.flight, sl.result, sl.used = nil, res, s.clock
+		} else {
+			// Errors and empty results are not worth keeping.
+			*sl = slot{}
+		}
+	}
+	f.res, f.err, f.cancelled, f.completed = res, err, cancelled, true
+	s.mu.Unlock()
+	close(f.done)
+	if res == nil {
+		discard(data, s.free)
+	}
+}
+
+// await waits for f's outcome. It returns retry when the outcome is not
+// for this caller: a stale result of a read already in flight when the
+// caller arrived (the caller's reference is released), or an initiator's
+// cancellation while the caller's own context is alive.
+func (s *shard) await(ctx context.Context, f *flight, current int64, arrived uint64) (res *Result, err error, retry bool) {
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return nil, s.abandon(ctx, f), false
+	}
+	if f.err != nil {
+		if !f.cancelled {
+			return nil, f.err, false
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err, false
+		}
+		return nil, nil, true
+	}
+	if f.seq <= arrived && current > f.res.Watermark {
+		f.res.Release()
+		return nil, nil, true
+	}
+	return f.res, nil, false
+}
+
+// abandon withdraws a waiter whose context ended. Before completion it
+// just stops being counted; after, it gives back the reference completion
+// counted for it.
+func (s *shard) abandon(ctx context.Context, f *flight) error {
+	s.mu.Lock()
+	completed := f.completed
+	if !completed {
+		f.waiters--
+	}
+	s.mu.Unlock()
+	if completed && f.res != nil {
+		f.res.Release()
+	}
+	return ctx.Err()
+}
