@@ -4,6 +4,7 @@
 #   make test    everything CI runs: vet, unit tests with -race, integration
 #   make bench   Go benchmarks and an end-to-end weirctl bench run
 #   make bench-replication  acks=-1 produce, RF1 vs RF3, on a fresh 3-broker cluster
+#   make bench-fanout  fetch read coalescing off vs on: 64 consumers tailing, preloaded, and 1
 #   make compat  franz-go's kgo integration suite against a fresh weir
 
 GO       ?= go
@@ -13,7 +14,7 @@ BENCH_RECORDS ?= 500000
 BENCH_RECORD_SIZE ?= 1024
 BENCH_REPLICATION_RECORDS ?= 200000
 
-.PHONY: all build run cluster cluster-stop test unit integration bench bench-go bench-e2e bench-replication compat compat-short lint fmt clean
+.PHONY: all build run cluster cluster-stop test unit integration bench bench-go bench-e2e bench-replication bench-fanout compat compat-short lint fmt clean
 
 all: build
 
@@ -58,6 +59,11 @@ bench-e2e: build
 # RF3/RF1 ratios. Not part of make bench.
 bench-replication: build
 	./.ci/bench-replication.sh $(BENCH_REPLICATION_RECORDS) $(BENCH_RECORD_SIZE)
+
+# Fetch read coalescing off vs on, side by side in one run
+# (docs/coalescing.md). Not part of make bench: it takes a few minutes.
+bench-fanout: build
+	./.ci/bench-fanout.sh
 
 # franz-go's own kgo integration tests against a fresh weir, with an
 # allowlist (integration/compat/kgo/allow.txt) and findings

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/crc64"
 	"sync"
 	"time"
 
@@ -153,6 +154,7 @@ func (c *fanoutConsumer) fail(run *benchRun, err error) {
 // (idempotent, not transactional, so no control records), so accepting
 // only the offset due next and counting is proof enough.
 type fanoutTracker struct {
+	crc      uint64 // CRC-64 (ECMA) of offset, key and value of each record
 	next     int64
 	received int64
 	bytes    int64
@@ -163,7 +165,9 @@ type fanoutTracker struct {
 
 // newFanoutTracker expects rng.start first: the consumer starts exactly
 // there.
-func newFanoutTracker(rng offsetRange) fanoutTracker { return fanoutTracker{next: rng.start} }
+func newFanoutTracker(rng offsetRange) fanoutTracker {
+	return fanoutTracker{next: rng.start}
+}
 
 func (t *fanoutTracker) done(rng offsetRange) bool {
 	return t.next == rng.end && t.received == rng.records()
@@ -184,6 +188,12 @@ func (t *fanoutTracker) add(r *kgo.Record, now time.Time, tail bool) error {
 		sent := time.Unix(0, int64(binary.BigEndian.Uint64(r.Value)))
 		t.latencies = append(t.latencies, now.Sub(sent))
 	}
+	var off [8]byte
+	binary.BigEndian.PutUint64(off[:], uint64(r.Offset))
+	table := crc64.MakeTable(crc64.ECMA) // cached by the package
+	t.crc = crc64.Update(t.crc, table, off[:])
+	t.crc = crc64.Update(t.crc, table, r.Key)
+	t.crc = crc64.Update(t.crc, table, r.Value)
 	t.next++
 	t.received++
 	t.bytes += int64(len(r.Key) + len(r.Value))

@@ -46,8 +46,12 @@ type fanoutRun struct {
 	MBPerSec         float64 `json:"mb_per_sec"`
 	P50Ms            float64 `json:"p50_ms"`
 	P99Ms            float64 `json:"p99_ms"`
-	// Verified: every consumer got every record once, in order.
-	Verified    bool           `json:"verified"`
+	// Verified: every consumer got every record once, in order, and
+	// every consumer's deliveries hash to the same Checksum.
+	Verified bool `json:"verified"`
+	// Checksum is the CRC-64 of what each consumer received (offset,
+	// key and value of every record, in order), the same for all.
+	Checksum    string         `json:"checksum"`
 	Broker      *brokerFigures `json:"broker"`
 	BrokerNotes []string       `json:"broker_notes,omitempty"`
 }
@@ -56,22 +60,30 @@ type fanoutRun struct {
 // summed over the brokers read both before and after it. Per-unit
 // figures are null when their divisor is zero.
 type brokerFigures struct {
-	Brokers            int              `json:"brokers"`
-	CPUSeconds         float64          `json:"cpu_seconds"`
-	CPUSecondsPerGiB   *float64         `json:"cpu_seconds_per_gib"`
-	AllocBytes         uint64           `json:"alloc_bytes"`
-	FetchRequests      uint64           `json:"fetch_requests"`
-	AllocBytesPerFetch *float64         `json:"alloc_bytes_per_fetch"`
-	TopicBytesOut      uint64           `json:"topic_bytes_out"`
-	Coalescer          *coalescerCounts `json:"coalescer"`
+	Brokers            int      `json:"brokers"`
+	CPUSeconds         float64  `json:"cpu_seconds"`
+	CPUSecondsPerGiB   *float64 `json:"cpu_seconds_per_gib"`
+	AllocBytes         uint64   `json:"alloc_bytes"`
+	FetchRequests      uint64   `json:"fetch_requests"`
+	AllocBytesPerFetch *float64 `json:"alloc_bytes_per_fetch"`
+	// AllocBytesPerDeliveredByte and LogReadBytesPerDeliveredByte divide
+	// by the bytes every consumer together received.
+	AllocBytesPerDeliveredByte   *float64         `json:"alloc_bytes_per_delivered_byte"`
+	LogReadBytes                 uint64           `json:"log_read_bytes"`
+	LogReadBytesPerDeliveredByte *float64         `json:"log_read_bytes_per_delivered_byte"`
+	TopicBytesOut                uint64           `json:"topic_bytes_out"`
+	Coalescer                    *coalescerCounts `json:"coalescer"`
 }
 
 // fanoutComparison divides coalescing-on figures by coalescing-off ones
 // (medians over runs when there are several); null when undefined.
 type fanoutComparison struct {
-	MBPerSec           *float64 `json:"mb_per_sec"`
-	CPUSecondsPerGiB   *float64 `json:"cpu_seconds_per_gib"`
-	AllocBytesPerFetch *float64 `json:"alloc_bytes_per_fetch"`
+	MBPerSec                     *float64 `json:"mb_per_sec"`
+	CPUSecondsPerGiB             *float64 `json:"cpu_seconds_per_gib"`
+	AllocBytesPerFetch           *float64 `json:"alloc_bytes_per_fetch"`
+	AllocBytesPerDeliveredByte   *float64 `json:"alloc_bytes_per_delivered_byte"`
+	LogReadBytesPerDeliveredByte *float64 `json:"log_read_bytes_per_delivered_byte"`
+	P99Ms                        *float64 `json:"p99_ms"`
 }
 
 func (f *fanoutBench) newSummary() *fanoutSummary {
@@ -92,7 +104,14 @@ func (f *fanoutBench) newSummary() *fanoutSummary {
 func (f *fanoutBench) newRun(label string, n int, consumers []*fanoutConsumer, started time.Time, elapsed time.Duration, before, after []brokerScrape) *fanoutRun {
 	r := &fanoutRun{Coalescing: label, Run: n, Seconds: elapsed.Seconds(), Verified: true}
 	var lat []time.Duration
-	for _, c := range consumers {
+	for i, c := range consumers {
+		sum := fmt.Sprintf("%016x", c.track.crc)
+		if i == 0 {
+			r.Checksum = sum
+		} else if sum != r.Checksum {
+			r.Verified = false
+			r.BrokerNotes = append(r.BrokerNotes, fmt.Sprintf("consumer %d received different bytes (checksum %s, consumer 0 %s)", c.id, sum, r.Checksum))
+		}
 		r.DeliveredRecords += c.track.received
 		r.DeliveredBytes += c.track.bytes
 		if f.o.mode == fanoutTail {
@@ -109,8 +128,9 @@ func (f *fanoutBench) newRun(label string, n int, consumers []*fanoutConsumer, s
 	p := computePercentiles(lat)
 	r.P50Ms, r.P99Ms = ms(p.p50), ms(p.p99)
 	if f.brokers != nil {
-		r.Broker, r.BrokerNotes = computeBrokerFigures(before, after, f.topic, r.DeliveredBytes)
-		r.BrokerNotes = append(r.BrokerNotes, brokerFigureWarnings(label, r.Broker)...)
+		var notes []string
+		r.Broker, notes = computeBrokerFigures(before, after, f.topic, r.DeliveredBytes)
+		r.BrokerNotes = append(append(r.BrokerNotes, notes...), brokerFigureWarnings(label, r.Broker)...)
 	}
 	return r
 }
@@ -121,6 +141,7 @@ type brokerCounters struct {
 	allocBytes    float64
 	fetchRequests float64
 	topicBytesOut float64
+	logReadBytes  float64
 	coalescer     *coalescerCounts
 }
 
@@ -137,6 +158,7 @@ func readBrokerCounters(m metricFamilies, topic string) (brokerCounters, error) 
 	}
 	c.fetchRequests, _ = m.sum(metricKafkaRequests, map[string]string{"api": fetchAPILabel})
 	c.topicBytesOut, _ = m.sum(metricTopicBytesOut, map[string]string{"topic": topic})
+	c.logReadBytes, _ = m.sum(metricLogReadBytes, nil)
 	if co, err := m.coalescerTotal(); err == nil {
 		c.coalescer = &co
 	}
@@ -153,8 +175,9 @@ func (c brokerCounters) minus(earlier brokerCounters) (brokerCounters, error) {
 		allocBytes:    c.allocBytes - earlier.allocBytes,
 		fetchRequests: c.fetchRequests - earlier.fetchRequests,
 		topicBytesOut: c.topicBytesOut - earlier.topicBytesOut,
+		logReadBytes:  c.logReadBytes - earlier.logReadBytes,
 	}
-	if d.cpuSeconds < 0 || d.allocBytes < 0 || d.fetchRequests < 0 || d.topicBytesOut < 0 {
+	if d.cpuSeconds < 0 || d.allocBytes < 0 || d.fetchRequests < 0 || d.topicBytesOut < 0 || d.logReadBytes < 0 {
 		return brokerCounters{}, errCountersReset
 	}
 	if c.coalescer != nil && earlier.coalescer != nil {
@@ -191,6 +214,7 @@ func computeBrokerFigures(before, after []brokerScrape, topic string, deliveredB
 		total.allocBytes += d.allocBytes
 		total.fetchRequests += d.fetchRequests
 		total.topicBytesOut += d.topicBytesOut
+		total.logReadBytes += d.logReadBytes
 		if d.coalescer != nil {
 			sum := d.coalescer.plus(coalescerCountsOrZero(total.coalescer))
 			total.coalescer = &sum
@@ -208,6 +232,10 @@ func computeBrokerFigures(before, after []brokerScrape, topic string, deliveredB
 		AllocBytesPerFetch: perUnit(total.allocBytes, total.fetchRequests),
 		TopicBytesOut:      roundCount(total.topicBytesOut),
 		Coalescer:          total.coalescer,
+
+		AllocBytesPerDeliveredByte:   perUnit(total.allocBytes, float64(deliveredBytes)),
+		LogReadBytes:                 roundCount(total.logReadBytes),
+		LogReadBytesPerDeliveredByte: perUnit(total.logReadBytes, float64(deliveredBytes)),
 	}
 	return fig, notes
 }
@@ -313,10 +341,24 @@ func compareRuns(runs []fanoutRun) *fanoutComparison {
 		}
 		return r.Broker.AllocBytesPerFetch
 	}
+	brokerFigure := func(get func(*brokerFigures) *float64) func(fanoutRun) *float64 {
+		return func(r fanoutRun) *float64 {
+			if r.Broker == nil {
+				return nil
+			}
+			return get(r.Broker)
+		}
+	}
+	allocPerByte := brokerFigure(func(b *brokerFigures) *float64 { return b.AllocBytesPerDeliveredByte })
+	logPerByte := brokerFigure(func(b *brokerFigures) *float64 { return b.LogReadBytesPerDeliveredByte })
+	p99 := func(r fanoutRun) *float64 { return &r.P99Ms }
 	return &fanoutComparison{
-		MBPerSec:           ratio(medianOf(on, mbps), medianOf(off, mbps)),
-		CPUSecondsPerGiB:   ratio(medianOf(on, cpu), medianOf(off, cpu)),
-		AllocBytesPerFetch: ratio(medianOf(on, alloc), medianOf(off, alloc)),
+		MBPerSec:                     ratio(medianOf(on, mbps), medianOf(off, mbps)),
+		CPUSecondsPerGiB:             ratio(medianOf(on, cpu), medianOf(off, cpu)),
+		AllocBytesPerFetch:           ratio(medianOf(on, alloc), medianOf(off, alloc)),
+		AllocBytesPerDeliveredByte:   ratio(medianOf(on, allocPerByte), medianOf(off, allocPerByte)),
+		LogReadBytesPerDeliveredByte: ratio(medianOf(on, logPerByte), medianOf(off, logPerByte)),
+		P99Ms:                        ratio(medianOf(on, p99), medianOf(off, p99)),
 	}
 }
 

@@ -24,6 +24,9 @@ const (
 	metricAllocBytes    = "go_memstats_alloc_bytes_total"
 	metricKafkaRequests = "weir_kafka_requests_total"
 	metricTopicBytesOut = "weir_kafka_topic_bytes_out_total"
+	// metricLogReadBytes counts record bytes read from partition logs
+	// for consumer fetches (one read per coalesced read).
+	metricLogReadBytes = "weir_log_read_bytes_total"
 
 	metricCoalescerInsertions   = "vectorized_kafka_fetch_read_coalescer_insertions_total"
 	metricCoalescerReinsertions = "vectorized_kafka_fetch_read_coalescer_reinsertions_total"
