@@ -1,6 +1,8 @@
 # weir — a Kafka-compatible broker.
 #
 #   make run     single-node broker on 127.0.0.1:9092, data in ./data
+#   make cluster [RACKS=a,b,c]  3-broker cluster on loopback (Kafka 9092-9094); RACKS: one rack per broker, in node order
+#   make cluster-stop  stop it
 #   make test    everything CI runs: vet, unit tests with -race, integration
 #   make bench   Go benchmarks and an end-to-end weirctl bench run
 #   make bench-replication  acks=-1 produce, RF1 vs RF3, on a fresh 3-broker cluster
@@ -26,8 +28,11 @@ run: build
 	./$(BIN)/weir --data-dir $(DATA_DIR)
 
 # Three brokers on loopback (Kafka 9092-9094), data and logs in ./data/nodeN.
+# RACKS=a,b,c gives node N the N-th rack (--rack); empty: no racks. A list
+# of any other length is refused before anything starts.
+RACKS ?=
 cluster:
-	./.ci/cluster.sh start
+	RACKS='$(RACKS)' ./.ci/cluster.sh start
 
 cluster-stop:
 	./.ci/cluster.sh stop

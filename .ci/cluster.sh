@@ -9,6 +9,11 @@
 # ./data/nodeN.pid. Each node's --seeds are the other two RPC addresses.
 # CLUSTER_READY_TIMEOUT and CLUSTER_STOP_TIMEOUT (seconds, default 30 and
 # 20) bound the waits.
+#
+# RACKS (start only): a comma-separated rack per node, in node order, e.g.
+# RACKS=a,b,c gives node 0 --rack a, node 1 --rack b, node 2 --rack c.
+# Empty or unset: no node has a rack. Any other number of racks, or an
+# empty one, is refused before anything is built or started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,9 +54,38 @@ node_pid() {
 	return 1
 }
 
+# parse_racks fills racks from RACKS: one non-empty rack per node (spaces
+# around each are dropped), or none at all when RACKS is empty or unset.
+racks=()
+parse_racks() {
+	local spec=${RACKS:-} rest r i
+	racks=()
+	[ -n "${spec//[[:space:]]/}" ] || return 0
+	rest=$spec
+	while :; do
+		r=${rest%%,*}
+		r=${r#"${r%%[![:space:]]*}"}
+		r=${r%"${r##*[![:space:]]}"}
+		racks+=("$r")
+		[[ "$rest" == *,* ]] || break
+		rest=${rest#*,}
+	done
+	if [ ${#racks[@]} -ne ${#nodes[@]} ]; then
+		echo "cluster.sh: RACKS='$spec' names ${#racks[@]} rack(s) for ${#nodes[@]} brokers; give exactly one per broker, in node order (e.g. RACKS=a,b,c), or leave RACKS empty for no racks" >&2
+		return 1
+	fi
+	for i in "${!racks[@]}"; do
+		if [ -z "${racks[$i]}" ]; then
+			echo "cluster.sh: RACKS='$spec': the rack for node ${nodes[$i]} (element $((i + 1))) is empty; give every broker a rack, or leave RACKS empty for no racks" >&2
+			return 1
+		fi
+	done
+}
+
 ready() { curl -sf --max-time 1 "http://$(admin_addr "$1")/v1/status/ready" >/dev/null 2>&1; }
 
 start() {
+	parse_racks || exit 2
 	command -v curl >/dev/null || { echo "cluster.sh: curl is needed to wait for readiness" >&2; exit 1; }
 	local n pid
 	for n in "${nodes[@]}"; do
@@ -67,14 +101,23 @@ start() {
 		go build -o bin/weirctl ./cmd/weirctl
 	fi
 
-	for n in "${nodes[@]}"; do
+	local i rack_note
+	local -a rack_flag
+	for i in "${!nodes[@]}"; do
+		n=${nodes[$i]}
+		rack_flag=() rack_note=""
+		if [ ${#racks[@]} -gt 0 ]; then
+			rack_flag=(--rack "${racks[$i]}")
+			rack_note=", rack ${racks[$i]}"
+		fi
 		mkdir -p "$data/node$n"
 		nohup ./bin/weir --node-id "$n" --data-dir "$data/node$n" \
 			--kafka-addr "$(kafka_addr "$n")" --admin-addr "$(admin_addr "$n")" \
 			--rpc-addr "$(rpc_addr "$n")" --seeds "$(seeds_for "$n")" \
+			${rack_flag[@]+"${rack_flag[@]}"} \
 			</dev/null >>"$(log_file "$n")" 2>&1 &
 		echo $! >"$(pid_file "$n")"
-		echo "node $n: pid $!, kafka $(kafka_addr "$n"), admin $(admin_addr "$n"), rpc $(rpc_addr "$n"), log $(log_file "$n")"
+		echo "node $n: pid $!${rack_note}, kafka $(kafka_addr "$n"), admin $(admin_addr "$n"), rpc $(rpc_addr "$n"), log $(log_file "$n")"
 	done
 
 	local deadline=$((SECONDS + ready_timeout)) pending

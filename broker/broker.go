@@ -52,11 +52,13 @@ type Broker struct {
 	coalescer *coalescer.Coalescer
 	// logReads and logReadBytes count the log reads of consumer fetches.
 	logReads, logReadBytes atomic.Uint64
-	license                licenseState
-	licenseKeys            []ed25519.PublicKey
-	watchers               watchers
-	now                    func() time.Time
-	logFS                  log.FS
+	// served counts fetched partitions by the role of the replica.
+	served      struct{ leader, follower servedCounters }
+	license     licenseState
+	licenseKeys []ed25519.PublicKey
+	watchers    watchers
+	now         func() time.Time
+	logFS       log.FS
 
 	ctrl *controllerNode
 
@@ -141,6 +143,7 @@ func Open(opts Options) (*Broker, error) {
 		return fail(err)
 	}
 	b.registerLicenseMetrics()
+	b.registerFetchRoleMetrics()
 	b.logPropertyChanges()
 	b.every(licenseCheckEvery, b.checkLicense)
 	// Followers' progress reports run apart from the leaders' upkeep,

@@ -30,10 +30,16 @@ type FetchPartition struct {
 
 // FetchRequest is a fetch after the protocol layer resolved names and IDs.
 type FetchRequest struct {
-	MaxBytes   int32
-	MinBytes   int32
-	MaxWait    time.Duration
-	Isolation  int8
+	MaxBytes  int32
+	MinBytes  int32
+	MaxWait   time.Duration
+	Isolation int8
+	// FollowerOK lets a follower replica serve the fetch (consumer
+	// fetches v11+, KIP-392); otherwise only the leader does.
+	FollowerOK bool
+	// RackID is the consumer's rack (v11+): the leader directs it to an
+	// in-sync replica there.
+	RackID     string
 	Partitions []FetchPartition
 }
 
@@ -46,7 +52,12 @@ type FetchResult struct {
 	// Records are read-only: with coalescing they are shared with other
 	// fetches. Release gives them back.
 	Records []byte
-	shared  *coalescer.Result
+	// PreferredReadReplica is the replica the consumer should fetch
+	// from instead (KIP-392), -1 for none.
+	PreferredReadReplica int32
+	shared               *coalescer.Result
+	// byFollower: a follower replica served this partition.
+	byFollower bool
 }
 
 // Release gives back the result's record buffer (a coalesced read's
@@ -80,9 +91,10 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest, out []FetchResult
 	}
 	var wake chan struct{}
 	var deadline <-chan time.Time
+	defer b.countServed(out)
 	for {
-		total, failed := b.readOnce(ctx, req, maxBytes, out)
-		if total >= minBytes || failed || req.MaxWait <= 0 || len(req.Partitions) == 0 || ctx.Err() != nil {
+		total, answerNow := b.readOnce(ctx, req, maxBytes, out)
+		if total >= minBytes || answerNow || req.MaxWait <= 0 || len(req.Partitions) == 0 || ctx.Err() != nil {
 			return
 		}
 		if wake == nil {
@@ -90,7 +102,7 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest, out []FetchResult
 			// the first read and the registration is seen by the read.
 			wake = make(chan struct{}, 1)
 			for _, fp := range req.Partitions {
-				if p, err := fp.resolve(); err == nil {
+				if p, _, err := fp.resolve(req.FollowerOK); err == nil {
 					p.addWaiter(wake)
 					defer p.removeWaiter(wake)
 				}
@@ -112,21 +124,23 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest, out []FetchResult
 }
 
 // readOnce makes one pass over the partitions. It reports the bytes
-// read and whether any partition failed (an error answers at once, as
-// Kafka does).
-func (b *Broker) readOnce(ctx context.Context, req *FetchRequest, maxBytes int32, out []FetchResult) (total int, failed bool) {
+// read and whether the fetch must be answered at once: a partition failed
+// (as Kafka does) or was directed to a preferred read replica (KIP-392:
+// the consumer should move without waiting).
+func (b *Broker) readOnce(ctx context.Context, req *FetchRequest, maxBytes int32, out []FetchResult) (total int, answerNow bool) {
 	remaining := int(maxBytes)
 	obligatory := true
 	for i := range req.Partitions {
 		fp := &req.Partitions[i]
 		r := &out[i]
 		r.Release() // of the previous pass, when long polling
-		*r = FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
-		p, err := fp.resolve()
+		*r = FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1, PreferredReadReplica: -1}
+		p, leader, err := fp.resolve(req.FollowerOK)
 		if err != nil {
-			r.Err, failed = err, true
+			r.Err, answerNow = err, true
 			continue
 		}
+		r.byFollower = !leader
 		upTo := p.HighWatermark()
 		if req.Isolation == ReadCommitted {
 			upTo = p.LastStableOffset()
@@ -137,13 +151,21 @@ func (b *Broker) readOnce(ctx context.Context, req *FetchRequest, maxBytes int32
 		if obligatory {
 			mode = log.Obligatory
 		}
+		if leader {
+			if id := b.preferredReadReplica(p, fp.Offset, req.RackID); id >= 0 {
+				r.PreferredReadReplica, answerNow = id, true
+				continue
+			}
+		}
 		if fp.Offset < r.LogStartOffset {
 			// Checked here as well as by the log: a shared result read
 			// before retention moved the start must not answer.
-			r.Err, failed = kerr.OffsetOutOfRange, true
+			r.Err, answerNow = kerr.OffsetOutOfRange, true
 			continue
 		}
-		if fp.Offset >= upTo && fp.Offset <= p.log.EndOffset() {
+		// A follower behind the consumer (it read up to the leader's
+		// high watermark) waits for its log to catch up rather than fail.
+		if fp.Offset >= upTo && (fp.Offset <= p.log.EndOffset() || !leader) {
 			// Caught up (the offset is valid but nothing is readable
 			// yet): the answer is empty without a read. Long-polling
 			// consumers spend most passes here.
@@ -151,7 +173,7 @@ func (b *Broker) readOnce(ctx context.Context, req *FetchRequest, maxBytes int32
 		}
 		data, shared, err := b.readPartition(ctx, p, fp.Offset, limit, mode, upTo, req.Isolation)
 		if err != nil {
-			r.Err, failed = readError(err), true
+			r.Err, answerNow = readError(err), true
 			continue
 		}
 		r.shared = shared
@@ -162,14 +184,20 @@ func (b *Broker) readOnce(ctx context.Context, req *FetchRequest, maxBytes int32
 			remaining = max(0, remaining-len(data))
 		}
 	}
-	return total, failed
+	return total, answerNow
 }
 
-func (fp *FetchPartition) resolve() (*Partition, error) {
+// resolve finds the partition replica that serves fp, and whether it is
+// the leader.
+func (fp *FetchPartition) resolve(followerOK bool) (p *Partition, leader bool, err error) {
 	if fp.Topic == nil {
-		return nil, fp.UnknownErr
+		return nil, false, fp.UnknownErr
 	}
-	return fp.Topic.LeaderPartition(fp.Partition, fp.LeaderEpoch)
+	if followerOK {
+		return fp.Topic.ReplicaPartition(fp.Partition, fp.LeaderEpoch)
+	}
+	p, err = fp.Topic.LeaderPartition(fp.Partition, fp.LeaderEpoch)
+	return p, err == nil, err
 }
 
 // readError maps log errors to the per-partition codes consumers handle.

@@ -116,6 +116,8 @@ func NewRegistry() *Registry {
 			Description: "Partitions of __consumer_offsets, fixed when the topic is created."},
 		{Name: "replica_lag_time_max_ms", Kind: KindInt, Default: "10000", Min: 100, Max: 1 << 31,
 			Description: "A follower that has not caught up with its partition leader's log end for this long leaves the in-sync replicas (Kafka's replica.lag.time.max.ms)."},
+		{Name: "enable_rack_aware_follower_fetching", Kind: KindBool, Default: "true",
+			Description: "Direct a consumer that names its rack (Fetch v11+ rack_id, client.rack) to an in-sync replica in that rack (KIP-392; Kafka's replica.selector.class=RackAwareReplicaSelector). Takes effect only when brokers have racks."},
 		{Name: "enable_leader_balancer", Kind: KindBool, Default: "true",
 			Description: "Move each partition's leadership back to its preferred replica (the first of its replicas) once that replica is in sync again."},
 		{Name: "kafka_fetch_read_coalescing_enabled", Kind: KindBool, Default: "false", Enterprise: true,

@@ -94,6 +94,12 @@ func StartCluster(t testing.TB, n int, opts ...BrokerOption) []*Broker {
 			if len(seeds) > 0 {
 				b.spec.extraArgs = append([]string{"--seeds", strings.Join(seeds, ",")}, b.spec.extraArgs...)
 			}
+			if len(b.spec.racks) > 0 {
+				if len(b.spec.racks) != n {
+					t.Fatalf("StartCluster: %d racks for %d brokers", len(b.spec.racks), n)
+				}
+				b.spec.extraArgs = append(b.spec.extraArgs, "--rack", b.spec.racks[i])
+			}
 			b.args = b.buildArgs()
 		}
 		mu.Lock()

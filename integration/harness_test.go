@@ -32,6 +32,11 @@ const (
 	logTailBytes   = 64 << 10
 )
 
+// WithRacks puts node i of a StartCluster cluster in racks[i].
+func WithRacks(racks ...string) BrokerOption {
+	return func(s *brokerSpec) { s.racks = racks }
+}
+
 // WithEnv adds KEY=value pairs to the broker's environment.
 func WithEnv(kv ...string) BrokerOption {
 	return func(s *brokerSpec) { s.env = append(s.env, kv...) }
@@ -48,6 +53,7 @@ type brokerSpec struct {
 	configFile string
 	extraArgs  []string
 	env        []string // KEY=value, added to the test's environment
+	racks      []string // StartCluster: node i gets --rack racks[i]
 }
 
 // BrokerOption customises StartBroker.

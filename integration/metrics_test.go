@@ -145,6 +145,8 @@ func TestMetricsCluster(t *testing.T) {
 		"weir_raft_applied_index", "weir_raft_commit_index", "weir_raft_is_leader", "weir_raft_leader_changes_total",
 		"weir_raft_commit_latency_seconds", "weir_raft_mux_connections_total",
 		"weir_raft_rpc_calls_total", "weir_raft_rpc_call_duration_seconds", "weir_raft_rpc_handled_total",
+		"weir_log_reads_total", "weir_log_read_bytes_total", "weir_fetch_partition_reads_total", "weir_fetch_bytes_total",
+		"weir_license_expiry_seconds", "weir_license_valid", "weir_enterprise_license_violation",
 	} {
 		if !strings.Contains(pages.String(), "# TYPE "+family+" ") {
 			t.Errorf("no broker's /metrics has the %s family", family)

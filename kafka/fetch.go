@@ -28,9 +28,15 @@ package kafka
 //     the buffer they were read into, shared when the read was coalesced
 //     (kafka_fetch_read_coalescing_enabled). The bytes are those kmsg
 //     encodes (fetch_encode_test.go).
-//   - Only the partition leader serves consumer fetches; other replicas
-//     answer NOT_LEADER_OR_FOLLOWER, naming the leader from v16
-//     (KIP-951). No preferred read replica (-1) yet.
+//   - Follower fetching (KIP-392): from v11 any replica serves consumer
+//     fetches, a follower up to its own high watermark (an offset past it
+//     waits); the leader directs a consumer whose rack_id names another
+//     rack to an in-sync replica there, answering at once with
+//     preferred_read_replica and no records
+//     (enable_rack_aware_follower_fetching). Before v11 only the leader
+//     serves; others answer NOT_LEADER_OR_FOLLOWER, naming the leader
+//     from v16 (KIP-951). A broker with no replica of the partition
+//     answers NOT_LEADER_OR_FOLLOWER.
 
 import (
 	"time"
@@ -74,7 +80,7 @@ func (s *Server) handleFetch(c *clientConn, kreq kmsg.Request) (kmsg.Response, e
 				s.fetchLeaderHint(plan.req.Partitions[i].Topic, sp, resp)
 			}
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = r.HighWatermark, r.LastStableOffset, r.LogStartOffset
-			sp.PreferredReadReplica = -1
+			sp.PreferredReadReplica = r.PreferredReadReplica
 			// Empty, never null: librdkafka rejects a null record set
 			// (MessageSetSize -1), Kafka always sends a length.
 			sp.RecordBatches = r.Records
@@ -163,6 +169,13 @@ func (c *clientConn) fetchPlan(req *kmsg.FetchRequest) *fetchScratch {
 	p.req.MinBytes = req.MinBytes
 	p.req.MaxWait = time.Duration(req.MaxWaitMillis) * time.Millisecond
 	p.req.Isolation = req.IsolationLevel
+	// v11+ consumer fetches may be served by a follower, and name the
+	// consumer's rack (KIP-392).
+	p.req.FollowerOK = req.Version >= 11 && req.ReplicaID < 0
+	p.req.RackID = ""
+	if req.Version >= 11 {
+		p.req.RackID = req.Rack
+	}
 	p.req.Partitions = p.req.Partitions[:0]
 	b := c.s.broker
 	for ti := range req.Topics {

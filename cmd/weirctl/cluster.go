@@ -150,9 +150,18 @@ func printClusterInfo(w io.Writer, format string, s clusterSummary) error {
 		if b.ID == s.Controller {
 			id += "*"
 		}
-		t.row(id, b.Host, b.Port, b.Rack, b.Leaders, b.Replicas)
+		t.row(id, b.Host, b.Port, rackCell(b.Rack), b.Leaders, b.Replicas)
 	}
 	return t.write(w)
+}
+
+// rackCell is a broker's rack in a table: "-" for a broker without one, so
+// the column never has a hole.
+func rackCell(rack string) string {
+	if rack == "" {
+		return "-"
+	}
+	return rack
 }
 
 // errUnhealthy makes `cluster health` exit non-zero, so scripts can wait

@@ -61,3 +61,65 @@ func TestPrintCluster(t *testing.T) {
 		t.Fatalf("health json: %v %+v", err, back)
 	}
 }
+
+// TestPrintClusterInfoRacks: the table has a RACK column with "-" for a
+// broker without a rack; the documents carry "rack" only for brokers that
+// have one, next to the fields they always had.
+func TestPrintClusterInfoRacks(t *testing.T) {
+	s := summarizeCluster(testMetadata())
+	var buf bytes.Buffer
+	if err := printClusterInfo(&buf, formatTable, s); err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string][]string{}
+	var header []string
+	for _, line := range strings.Split(buf.String(), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 6 && f[0] == "ID" {
+			header = f
+		} else if header != nil && len(f) > 0 {
+			rows[f[0]] = f
+		}
+	}
+	if strings.Join(header, " ") != "ID HOST PORT RACK LEADERS REPLICAS" {
+		t.Fatalf("header %q in:\n%s", header, buf.String())
+	}
+	if r := rows["1*"]; len(r) != 6 || r[3] != "a" {
+		t.Fatalf("broker 1 row %q in:\n%s", r, buf.String())
+	}
+	if r := rows["2"]; len(r) != 6 || r[3] != "-" {
+		t.Fatalf("broker 2 row %q in:\n%s", r, buf.String())
+	}
+
+	buf.Reset()
+	if err := printClusterInfo(&buf, formatJSON, s); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Brokers []map[string]any `json:"brokers"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil || len(doc.Brokers) != 2 {
+		t.Fatalf("info json: %v\n%s", err, buf.String())
+	}
+	for _, k := range []string{"id", "host", "port", "leaders", "replicas"} {
+		for _, b := range doc.Brokers {
+			if _, ok := b[k]; !ok {
+				t.Fatalf("broker %v lacks %q", b, k)
+			}
+		}
+	}
+	if doc.Brokers[0]["rack"] != "a" {
+		t.Fatalf("broker 1 rack: %v", doc.Brokers[0])
+	}
+	if _, ok := doc.Brokers[1]["rack"]; ok {
+		t.Fatalf("broker 2 without a rack has one in json: %v", doc.Brokers[1])
+	}
+
+	buf.Reset()
+	if err := printClusterInfo(&buf, formatYAML, s); err != nil {
+		t.Fatal(err)
+	}
+	if out := buf.String(); !strings.Contains(out, "rack: a") || strings.Count(out, "rack:") != 1 {
+		t.Fatalf("info yaml:\n%s", out)
+	}
+}
