@@ -164,7 +164,14 @@ func (b *Broker) readOnce(ctx context.Context, req *FetchRequest, maxBytes int32
 			continue
 		}
 		// A follower behind the consumer (it read up to the leader's
-		// high watermark) waits for its log to catch up rather than fail.
+		// high watermark) waits for its log to catch up rather than fail;
+		// past the leader's high watermark too, nobody can serve it yet.
+		if !leader && fp.Offset > upTo {
+			if known := p.leaderHWPlus1.Load(); known > 0 && fp.Offset > known-1 {
+				r.Err, answerNow = kerr.OffsetNotAvailable, true
+				continue
+			}
+		}
 		if fp.Offset >= upTo && (fp.Offset <= p.log.EndOffset() || !leader) {
 			// Caught up (the offset is valid but nothing is readable
 			// yet): the answer is empty without a read. Long-polling

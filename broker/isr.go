@@ -152,9 +152,12 @@ func (b *Broker) reportProgress() {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), replicaProgressEvery)
 			defer cancel()
-			if _, err := b.ctrl.mux.Call(ctx, addr, servicePartitionProgress, data); err != nil {
+			reply, err := b.ctrl.mux.Call(ctx, addr, servicePartitionProgress, data)
+			if err != nil {
 				b.logger.Debug("replica progress report", "leader", addr, "err", err)
+				return
 			}
+			b.recordLeaderHighWatermarks(reply)
 		}()
 	}
 	wg.Wait()
@@ -168,12 +171,40 @@ func (b *Broker) servePartitionProgress(_ context.Context, _ string, data []byte
 		return nil, err
 	}
 	now := time.Now()
+	var reply progressReply
 	for _, e := range r.Replicas {
 		if p := b.replicaByGroup(e.Group); p != nil && p.IsLeader() {
-			p.tracking.record(r.NodeID, e.End, p.HighWatermark(), now)
+			hw := p.HighWatermark()
+			p.tracking.record(r.NodeID, e.End, hw, now)
+			reply.HighWatermarks = append(reply.HighWatermarks, progressEntry{Group: e.Group, End: hw})
 		}
 	}
-	return nil, nil
+	return json.Marshal(reply)
+}
+
+// progressReply tells followers the leader's high watermark of each
+// partition they reported (followers serving consumer fetches judge an
+// offset past it unavailable).
+type progressReply struct {
+	HighWatermarks []progressEntry `json:"high_watermarks"`
+}
+
+// recordLeaderHighWatermarks keeps what a leader's progress reply said.
+// An empty reply (an older broker) leaves them unknown.
+func (b *Broker) recordLeaderHighWatermarks(data []byte) {
+	if len(data) == 0 {
+		return
+	}
+	var reply progressReply
+	if err := json.Unmarshal(data, &reply); err != nil {
+		b.logger.Debug("replica progress reply", "err", err)
+		return
+	}
+	for _, e := range reply.HighWatermarks {
+		if p := b.replicaByGroup(e.Group); p != nil && !p.IsLeader() {
+			p.leaderHWPlus1.Store(e.End + 1)
+		}
+	}
 }
 
 // maintainLeaders reports ISR changes of the partitions led here and

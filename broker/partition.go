@@ -52,8 +52,12 @@ type Partition struct {
 	// which is committed by construction. It is published after the log
 	// append returns, so a reader that sees it can read every batch
 	// below it.
-	hwm     atomic.Int64
-	deleted atomic.Bool
+	hwm atomic.Int64
+	// leaderHWPlus1 is, on a follower, the leader's high watermark plus
+	// one as its last progress reply said (0: not known): a consumer
+	// fetch past it asks for what nobody can serve yet.
+	leaderHWPlus1 atomic.Int64
+	deleted       atomic.Bool
 	// failed is set when the log can no longer be trusted (a failed
 	// fsync or write): the replica stops applying and answers
 	// KAFKA_STORAGE_ERROR until the broker restarts.

@@ -202,6 +202,14 @@ func checkRawFollowerFetches(t *testing.T, leader, follower *Broker, topic strin
 	if p := part(follower, rawFetch(topic, id, 0, epoch, rack)); p.ErrorCode != 0 || p.PreferredReadReplica != -1 || len(p.RecordBatches) == 0 {
 		t.Fatalf("follower: error %d preferred %d, %d record bytes", p.ErrorCode, p.PreferredReadReplica, len(p.RecordBatches))
 	}
+	// Past the leader's high watermark (as the follower last heard it)
+	// nobody can serve the offset: OFFSET_NOT_AVAILABLE, retriable.
+	pollUntil(t, clusterTimeout, "the follower answers OFFSET_NOT_AVAILABLE past the leader's high watermark", func() error {
+		if p := part(follower, rawFetch(topic, id, int64(end)+1000, epoch, rack)); p.ErrorCode != kerr.OffsetNotAvailable.Code {
+			return fmt.Errorf("error %d", p.ErrorCode)
+		}
+		return nil
+	})
 	for _, tc := range []struct {
 		epoch int32
 		want  int16
@@ -209,5 +217,39 @@ func checkRawFollowerFetches(t *testing.T, leader, follower *Broker, topic strin
 		if p := part(follower, rawFetch(topic, id, 0, tc.epoch, rack)); p.ErrorCode != tc.want {
 			t.Fatalf("follower, leader epoch %d (current %d): error %d, want %d", tc.epoch, epoch, p.ErrorCode, tc.want)
 		}
+	}
+}
+
+// TestFollowerFetchingJava: the Java consumer with client.rack reads every
+// record of an RF=3 partition from the follower in its rack.
+func TestFollowerFetchingJava(t *testing.T) {
+	java, jar := javaTools(t)
+	racks := []string{"a", "b", "c"}
+	bs := StartCluster(t, 3, WithRacks(racks...))
+	const topic = "follower-fetch-java"
+	createReplicatedTopic(t, bs[0], topic, 1, 3, nil)
+	leaders := waitReplicatedLeaders(t, bs, bs, topic, 1, 3, leaderTimeout, nil)
+	leader := bs[leaders[0].Leader]
+	follower := bs[(leaders[0].Leader+2)%3]
+	prod := directClient(t, leader)
+	// The leader offers the follower once it heard its progress and
+	// reported it in sync; a kgo consumer in its rack shows when.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var probe seqConsumer
+	cl := leader.Client(t, kgo.SeedBrokers(kafkaAddrs(bs)...), kgo.Rack(racks[follower.NodeID]),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	go probe.run(ctx, cl)
+	next := untilServedAsFollower(t, follower, prod, topic, &probe, 0)
+	cancel()
+	produceSeq(t, prod, topic, next, next+500)
+	next += 500
+
+	before := servedBy(t, follower, "follower")
+	runJavaScenario(t, java, jar, leader, "rack-consume",
+		"weir.topic="+topic, "weir.rack="+racks[follower.NodeID], fmt.Sprintf("weir.records=%d", next))
+	if after := servedBy(t, follower, "follower"); after <= before {
+		t.Fatalf("node %d (rack %s) served the Java consumer no fetch as a follower (%.0f → %.0f)", follower.NodeID, racks[follower.NodeID], before, after)
 	}
 }

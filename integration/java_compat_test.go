@@ -100,14 +100,18 @@ func javaCompatJar(t *testing.T, mvn string) string {
 }
 
 // runJavaScenario runs one scenario of the jar against b and fails the
-// test, with the program's output, unless it exits 0.
-func runJavaScenario(t *testing.T, java, jar string, b *Broker, scenario string) {
+// test, with the program's output, unless it exits 0. props are JVM
+// system properties (name=value) the scenario reads.
+func runJavaScenario(t *testing.T, java, jar string, b *Broker, scenario string, props ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), javaScenarioTimeout)
 	defer cancel()
 	args := []string{"-Xmx512m"}
 	if lvl := os.Getenv("WEIR_JAVA_COMPAT_LOG_LEVEL"); lvl != "" {
 		args = append(args, "-Dorg.slf4j.simpleLogger.defaultLogLevel="+lvl)
+	}
+	for _, p := range props {
+		args = append(args, "-D"+p)
 	}
 	args = append(args, "-jar", jar, b.KafkaAddr, scenario)
 	cmd := exec.CommandContext(ctx, java, args...)
@@ -194,7 +198,10 @@ func checkJavaBatches(t *testing.T, b *Broker) {
 	}
 }
 
-func TestJavaClientCompat(t *testing.T) {
+// javaTools finds java and the compatibility jar (built with mvn), or
+// skips the test.
+func javaTools(t *testing.T) (java, jar string) {
+	t.Helper()
 	java, err := exec.LookPath("java")
 	if err != nil {
 		t.Skip("java not found on PATH; skipping the Java kafka-clients compatibility test (needs a JDK 17+ and Maven)")
@@ -203,7 +210,11 @@ func TestJavaClientCompat(t *testing.T) {
 	if err != nil {
 		t.Skip("mvn not found on PATH; skipping the Java kafka-clients compatibility test (needs a JDK 17+ and Maven)")
 	}
-	jar := javaCompatJar(t, mvn)
+	return java, javaCompatJar(t, mvn)
+}
+
+func TestJavaClientCompat(t *testing.T) {
+	java, jar := javaTools(t)
 
 	for _, scenario := range []string{"admin", "produce-consume", "timestamps", "group"} {
 		t.Run(scenario, func(t *testing.T) {

@@ -9,6 +9,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.nio.ByteBuffer;
 import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
@@ -54,6 +55,7 @@ import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.record.TimestampType;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.common.utils.AppInfoParser;
@@ -92,7 +94,7 @@ public final class Main {
 
     public static void main(String[] args) {
         if (args.length != 2) {
-            System.err.println("usage: weir-java-compat <bootstrap> <admin|produce-consume|timestamps|group>");
+            System.err.println("usage: weir-java-compat <bootstrap> <admin|produce-consume|timestamps|group|rack-consume>");
             System.exit(2);
         }
         bootstrap = args[0];
@@ -111,8 +113,11 @@ public final class Main {
             case "group":
                 run = GroupScenario::run;
                 break;
+            case "rack-consume":
+                run = Main::rackConsume;
+                break;
             default:
-                System.err.println("unknown scenario " + scenario + "; want admin, produce-consume, timestamps or group");
+                System.err.println("unknown scenario " + scenario + "; want admin, produce-consume, timestamps, group or rack-consume");
                 System.exit(2);
                 return;
         }
@@ -280,6 +285,46 @@ public final class Main {
         p.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
         p.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, "200");
         return new KafkaConsumer<>(p);
+    }
+
+    /**
+     * rack-consume: a consumer with client.rack (KIP-392) reads partition 0
+     * of -Dweir.topic from the start and checks it gets -Dweir.records
+     * records, offsets 0.. in order, each value starting with its offset
+     * as a big-endian long. The test checks which broker served it.
+     */
+    static void rackConsume() {
+        String topic = System.getProperty("weir.topic");
+        String rack = System.getProperty("weir.rack");
+        int want = Integer.parseInt(System.getProperty("weir.records"));
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ConsumerConfig.CLIENT_ID_CONFIG, "weir-java-compat-rack-consumer");
+        p.put(ConsumerConfig.CLIENT_RACK_CONFIG, rack);
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, "200");
+        TopicPartition tp = new TopicPartition(topic, 0);
+        long start = System.nanoTime();
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p)) {
+            c.assign(List.of(tp));
+            c.seekToBeginning(List.of(tp));
+            long next = 0;
+            long deadline = System.currentTimeMillis() + CONSUME_TIMEOUT_MS;
+            while (next < want && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(500))) {
+                    checkEq(next, r.offset(), "offset of record #%d", next);
+                    checkEq(next, ByteBuffer.wrap(r.value()).getLong(), "sequence number at offset %d", r.offset());
+                    next++;
+                }
+            }
+            if (next < want) {
+                throw new CheckFailed(String.format("%s: consumed %d of %d records within %d ms", topic, next, want, CONSUME_TIMEOUT_MS));
+            }
+            check(true, "client.rack=%s: consumed all %d records of %s in order (%d ms)", rack, want, topic,
+                    TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
+        }
     }
 
     static void createTopic(Admin admin, String topic, int partitions, Map<String, String> configs) {
