@@ -58,6 +58,10 @@ type FetchResult struct {
 	shared               *coalescer.Result
 	// byFollower: a follower replica served this partition.
 	byFollower bool
+	// part and appendedBefore let a waiting fetch see how many bytes
+	// arrived since this read without reading again.
+	part           *Partition
+	appendedBefore int64
 }
 
 // Release gives back the result's record buffer (a coalesced read's
@@ -112,15 +116,36 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest, out []FetchResult
 			deadline = timer.C
 			continue
 		}
-		select {
-		case <-wake:
-		case <-deadline:
-			b.readOnce(ctx, req, maxBytes, out)
-			return
-		case <-ctx.Done():
-			return
+		// Like Kafka's DelayedFetch, count what arrives instead of
+		// reading it: read again only once it may reach minBytes.
+	wait:
+		for {
+			select {
+			case <-wake:
+				if total+arrivedSince(out) >= minBytes {
+					break wait
+				}
+			case <-deadline:
+				b.readOnce(ctx, req, maxBytes, out)
+				return
+			case <-ctx.Done():
+				return
+			}
 		}
 	}
+}
+
+// arrivedSince is how many record bytes the fetched partitions' logs
+// appended since they were last read: an upper bound of what a new read
+// would add.
+func arrivedSince(out []FetchResult) int {
+	n := int64(0)
+	for i := range out {
+		if p := out[i].part; p != nil {
+			n += p.log.AppendedBytes() - out[i].appendedBefore
+		}
+	}
+	return int(n)
 }
 
 // readOnce makes one pass over the partitions. It reports the bytes
@@ -141,6 +166,7 @@ func (b *Broker) readOnce(ctx context.Context, req *FetchRequest, maxBytes int32
 			continue
 		}
 		r.byFollower = !leader
+		r.part, r.appendedBefore = p, p.log.AppendedBytes()
 		upTo := p.HighWatermark()
 		if req.Isolation == ReadCommitted {
 			upTo = p.LastStableOffset()

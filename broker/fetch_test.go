@@ -148,6 +148,45 @@ func TestFetchLongPollWokenByAppend(t *testing.T) {
 	}
 }
 
+// TestFetchMinBytesCountsWithoutReading: a fetch waiting for min_bytes
+// counts what appends bring (as Kafka's DelayedFetch does) and reads
+// again only once they may reach it, then answers with all of it.
+func TestFetchMinBytesCountsWithoutReading(t *testing.T) {
+	b := openTestBroker(t, t.TempDir())
+	tp := mustCreate(t, b, "minbytes", 1, nil)
+	small := logtest.Batch{Records: 1, ValueSize: 100}
+	size := len(small.Encode())
+	done := make(chan FetchResult, 1)
+	go func() {
+		out := make([]FetchResult, 1)
+		b.Fetch(context.Background(), &FetchRequest{MaxBytes: 1 << 20, MinBytes: int32(3 * size), MaxWait: time.Minute,
+			Partitions: []FetchPartition{{Topic: tp, Partition: 0, MaxBytes: 1 << 20, LeaderEpoch: -1}}}, out)
+		done <- out[0]
+	}()
+	time.Sleep(100 * time.Millisecond) // the fetch is waiting
+	reads0, _ := b.LogReadStats()
+	for range 2 {
+		produceBatch(t, b, "minbytes", 0, small)
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("answered below min_bytes with %d bytes", len(r.Records))
+	case <-time.After(200 * time.Millisecond):
+	}
+	if reads, _ := b.LogReadStats(); reads != reads0 {
+		t.Fatalf("%d log reads while the appends stayed below min_bytes", reads-reads0)
+	}
+	produceBatch(t, b, "minbytes", 0, small)
+	select {
+	case r := <-done:
+		if len(r.Records) != 3*size || r.HighWatermark != 3 {
+			t.Fatalf("answer: %d bytes, hwm %d; want %d, 3", len(r.Records), r.HighWatermark, 3*size)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("not answered once min_bytes arrived")
+	}
+}
+
 func TestFetchMaxWaitExpires(t *testing.T) {
 	b := openTestBroker(t, t.TempDir())
 	tp := mustCreate(t, b, "wait", 1, nil)

@@ -10,7 +10,9 @@ package kafka
 //     exceed its limit, by one whole batch. Identical requests make
 //     identical reads.
 //   - min_bytes / max_wait_ms long polling, woken by appends to any of the
-//     fetched partitions, never by polling.
+//     fetched partitions, never by polling; like Kafka's DelayedFetch, a
+//     waiting fetch counts the bytes appended since its read and reads
+//     again only once they may reach min_bytes.
 //   - Every requested partition appears in the response, in request
 //     order. Per-partition errors are those consumers handle:
 //     OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID

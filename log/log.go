@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -101,7 +102,16 @@ type Log struct {
 	failed   error // sticky storage failure; see ErrLogFailed
 
 	scratch sync.Pool // *[]byte header scan buffers for Read
+
+	// appended counts the record bytes appended since Open; truncation
+	// does not lower it.
+	appended atomic.Int64
 }
+
+// AppendedBytes is the number of record bytes appended since the log was
+// opened. It only grows: a waiting fetch compares two readings to learn
+// how much arrived without reading it.
+func (l *Log) AppendedBytes() int64 { return l.appended.Load() }
 
 // Open opens or creates the log in dir and recovers it.
 func Open(dir string, cfg Config) (*Log, error) {
@@ -290,6 +300,7 @@ func (l *Log) appendBatches(records []byte, hs []BatchHeader, stamp bool, opts A
 	l.size += int64(len(records))
 	start := l.logStart
 	l.mu.Unlock()
+	l.appended.Add(int64(len(records)))
 
 	res := AppendResult{BaseOffset: next, LastOffset: off - 1, LogAppendTime: -1, LogStartOffset: start}
 	switch {
