@@ -10,18 +10,8 @@ consumers=${1:-64}
 rate=${2:-2000}
 duration=${3:-15s}
 runs=${4:-2}
-dir=$(mktemp -d)
-trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$dir"' EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-kport=$(free_port); aport=$(free_port)
-./bin/weir --data-dir "$dir/data" --kafka-addr "127.0.0.1:$kport" --admin-addr "127.0.0.1:$aport" \
-	--rpc-addr "127.0.0.1:$(free_port)" --log-level warn 2>"$dir/weir.log" &
-pid=$!
-for _ in $(seq 1 100); do
-	curl -sf "http://127.0.0.1:$aport/v1/status/ready" >/dev/null 2>&1 && break
-	sleep 0.1
-done
+. ./.ci/single-broker.sh
+start_single_broker
 ctl=(./bin/weirctl --brokers "127.0.0.1:$kport" bench fanout --admin-url "http://127.0.0.1:$aport" --coalescing both --runs "$runs")
 echo "== tail: $consumers consumers, $rate records/s of 1 KiB for $duration"
 "${ctl[@]}" fanout-tail --mode tail --consumers "$consumers" --rate "$rate" --record-size 1024 --duration "$duration" 2>/dev/null

@@ -25,7 +25,16 @@ func startServer(t testing.TB) (*Server, *broker.Broker, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewServer(b, Options{MaxRequestBytes: node.MaxRequestBytes, AdvertisedAddr: node.AdvertisedKafkaAddr, Logger: logger})
+	t.Cleanup(func() { b.Close() })
+	s, addr := serveKafka(t, b, Options{MaxRequestBytes: node.MaxRequestBytes, AdvertisedAddr: node.AdvertisedKafkaAddr, Logger: logger})
+	return s, b, addr
+}
+
+// serveKafka serves the Kafka protocol for b on a loopback port until the
+// test ends.
+func serveKafka(t testing.TB, b *broker.Broker, opts Options) (*Server, string) {
+	t.Helper()
+	s, err := NewServer(b, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,9 +47,8 @@ func startServer(t testing.TB) (*Server, *broker.Broker, string) {
 		ctx, cancel := contextWithTimeout(5 * time.Second)
 		defer cancel()
 		s.Close(ctx)
-		b.Close()
 	})
-	return s, b, ln.Addr().String()
+	return s, ln.Addr().String()
 }
 
 // rawConn speaks the framing by hand so tests control every byte.

@@ -3,7 +3,6 @@ package kafka
 import (
 	"io"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
 
@@ -22,22 +21,9 @@ func startMetricsServer(t *testing.T) (*broker.Broker, string, *prometheus.Regis
 	t.Helper()
 	_, b, _ := startServer(t)
 	reg := prometheus.NewRegistry()
-	s, err := NewServer(b, Options{AdvertisedAddr: "127.0.0.1:9092", Registerer: reg,
+	_, addr := serveKafka(t, b, Options{AdvertisedAddr: "127.0.0.1:9092", Registerer: reg,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Serve(ln)
-	t.Cleanup(func() {
-		ctx, cancel := contextWithTimeout(5 * time.Second)
-		defer cancel()
-		s.Close(ctx)
-	})
-	return b, ln.Addr().String(), reg
+	return b, addr, reg
 }
 
 // series gathers reg and returns the series of family name labelled

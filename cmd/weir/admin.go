@@ -26,7 +26,7 @@ func adminHandler(b *broker.Broker, reg *prometheus.Registry) http.Handler {
 	})
 	registerClusterConfig(mux, b)
 	registerFeatures(mux, b)
-	mux.HandleFunc("GET /v1/brokers", listBrokers(b))
+	mux.HandleFunc("/v1/brokers", getOnly(listBrokers(b)))
 	return mux
 }
 

@@ -50,22 +50,25 @@ func registerClusterConfig(mux *http.ServeMux, b clusterConfigBackend) {
 			methodNotAllowed(w, "GET, PUT")
 		}
 	})
-	mux.HandleFunc("/v1/cluster_config/schema", func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			methodNotAllowed(w, "GET")
-			return
-		}
+	mux.HandleFunc("/v1/cluster_config/schema", getOnly(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, clusterConfigSchema(b.Properties().Registry()))
-	})
-	mux.HandleFunc("/v1/cluster_config/status", func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			methodNotAllowed(w, "GET")
-			return
-		}
+	}))
+	mux.HandleFunc("/v1/cluster_config/status", getOnly(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 		defer cancel()
 		writeJSON(w, http.StatusOK, b.ClusterConfigStatus(ctx))
-	})
+	}))
+}
+
+// getOnly answers other methods than GET and HEAD with 405.
+func getOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			methodNotAllowed(w, "GET")
+			return
+		}
+		h(w, r)
+	}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -40,13 +40,9 @@ func registerFeatures(mux *http.ServeMux, b licenseBackend) {
 			methodNotAllowed(w, "GET, PUT")
 		}
 	})
-	mux.HandleFunc("/v1/features/enterprise", func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			methodNotAllowed(w, "GET")
-			return
-		}
+	mux.HandleFunc("/v1/features/enterprise", getOnly(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, enterpriseDocument(b))
-	})
+	}))
 }
 
 // licenseJSON is the loaded license in GET /v1/features/license.
