@@ -35,8 +35,10 @@ func (t *Topic) ReplicaPartition(i int32, currentLeaderEpoch int32) (p *Partitio
 		return nil, false, err
 	}
 	if p.leaderEpoch.Load() >= 0 {
-		p, err = t.LeaderPartition(i, currentLeaderEpoch)
-		return p, err == nil, err
+		if err := p.checkLeaderEpoch(currentLeaderEpoch); err != nil {
+			return nil, false, err
+		}
+		return p, true, nil
 	}
 	if p.group == nil {
 		return nil, false, fmt.Errorf("%w: the replica of %s/%d is not running", kerr.NotLeaderForPartition, t.Name, i)

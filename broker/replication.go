@@ -320,17 +320,26 @@ func (t *Topic) LeaderPartition(i int32, currentLeaderEpoch int32) (*Partition, 
 	if err := p.failure(); err != nil {
 		return nil, err
 	}
+	if err := p.checkLeaderEpoch(currentLeaderEpoch); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// checkLeaderEpoch is LeaderPartition's check on a replica already found.
+func (p *Partition) checkLeaderEpoch(currentLeaderEpoch int32) error {
+	t, i := p.topic, p.Index
 	epoch := p.leaderEpoch.Load()
 	switch {
 	case epoch < 0:
-		return nil, fmt.Errorf("%w: this broker does not lead %s/%d", kerr.NotLeaderForPartition, t.Name, i)
+		return fmt.Errorf("%w: this broker does not lead %s/%d", kerr.NotLeaderForPartition, t.Name, i)
 	case currentLeaderEpoch < 0:
 	case currentLeaderEpoch > epoch:
-		return nil, fmt.Errorf("%w: %s/%d: leader epoch %d is newer than this leader's %d", kerr.UnknownLeaderEpoch, t.Name, i, currentLeaderEpoch, epoch)
+		return fmt.Errorf("%w: %s/%d: leader epoch %d is newer than this leader's %d", kerr.UnknownLeaderEpoch, t.Name, i, currentLeaderEpoch, epoch)
 	case currentLeaderEpoch < epoch:
-		return nil, fmt.Errorf("%w: %s/%d: leader epoch %d is older than the current %d", kerr.FencedLeaderEpoch, t.Name, i, currentLeaderEpoch, epoch)
+		return fmt.Errorf("%w: %s/%d: leader epoch %d is older than the current %d", kerr.FencedLeaderEpoch, t.Name, i, currentLeaderEpoch, epoch)
 	}
-	return p, nil
+	return nil
 }
 
 // replicate proposes an entry to the partition's group and waits until
