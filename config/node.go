@@ -34,6 +34,11 @@ type Node struct {
 	// size prefix is larger closes the connection before anything is
 	// allocated for it.
 	MaxRequestBytes int32 `koanf:"max_request_bytes"`
+	// QueuedMaxRequestBytes is Kafka's queued.max.request.bytes: the
+	// bytes of requests read and not yet answered, over all
+	// connections. While it is spent the broker stops reading sockets;
+	// a request larger than it closes its connection.
+	QueuedMaxRequestBytes int64 `koanf:"queued_max_request_bytes"`
 
 	// RaftSnapshotEntries: a partition's Raft group snapshots (fsyncs
 	// its log and writes a checkpoint) once this many entries arrived
@@ -58,19 +63,20 @@ type Node struct {
 // DefaultNode is a single-node broker on loopback with data in ./data.
 func DefaultNode() map[string]any {
 	return map[string]any{
-		"node_id":                0,
-		"data_dir":               "./data",
-		"kafka_addr":             "127.0.0.1:9092",
-		"advertised_kafka_addr":  "",
-		"admin_addr":             "127.0.0.1:9644",
-		"rpc_addr":               "127.0.0.1:33145",
-		"rack":                   "",
-		"seeds":                  "",
-		"log_level":              "info",
-		"max_request_bytes":      100 << 20,
-		"raft_snapshot_entries":  1024,
-		"raft_trailing_entries":  512,
-		"fetch_coalescer_shards": 0,
+		"node_id":                  0,
+		"data_dir":                 "./data",
+		"kafka_addr":               "127.0.0.1:9092",
+		"advertised_kafka_addr":    "",
+		"admin_addr":               "127.0.0.1:9644",
+		"rpc_addr":                 "127.0.0.1:33145",
+		"rack":                     "",
+		"seeds":                    "",
+		"log_level":                "info",
+		"max_request_bytes":        100 << 20,
+		"queued_max_request_bytes": 256 << 20,
+		"raft_snapshot_entries":    1024,
+		"raft_trailing_entries":    512,
+		"fetch_coalescer_shards":   0,
 	}
 }
 
@@ -231,6 +237,9 @@ func (n Node) Validate() error {
 	}
 	if n.FetchCoalescerShards < 0 || n.FetchCoalescerShards > 1024 {
 		errs = append(errs, fmt.Errorf("fetch_coalescer_shards %d: want 0 (GOMAXPROCS) to 1024", n.FetchCoalescerShards))
+	}
+	if n.QueuedMaxRequestBytes < 1024 {
+		errs = append(errs, fmt.Errorf("queued_max_request_bytes %d: must be at least 1024", n.QueuedMaxRequestBytes))
 	}
 	if n.MaxRequestBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max_request_bytes %d: must be at least 1024", n.MaxRequestBytes))

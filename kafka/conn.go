@@ -37,7 +37,7 @@ type clientConn struct {
 	nc     net.Conn
 	ctx    context.Context
 	cancel context.CancelFunc
-	frames chan []byte
+	frames chan []byte // each holds its size in the request pool until handled
 	logger *slog.Logger
 
 	closeOnce sync.Once
@@ -66,8 +66,18 @@ func (c *clientConn) close() {
 func (c *clientConn) serve() {
 	defer c.close()
 	go c.readLoop()
+	// Frames left unhandled when the connection ends give their bytes
+	// back too; closing first ends the reader, which closes frames.
+	defer func() {
+		c.close()
+		for frame := range c.frames {
+			c.s.pool.release(int64(len(frame)))
+		}
+	}()
 	for frame := range c.frames {
-		if err := c.handle(frame); err != nil {
+		err := c.handle(frame)
+		c.s.pool.release(int64(len(frame)))
+		if err != nil {
 			// Protocol violations close the connection, as in Kafka;
 			// say why, since the client usually will not. A connection
 			// closed under the handler (shutdown) needs no word.
@@ -96,14 +106,26 @@ func (c *clientConn) readLoop() {
 			c.close()
 			return
 		}
+		// Reserve the request's bytes before allocating them; while the
+		// pool is spent this connection is not read, and TCP holds the
+		// client back.
+		if err := c.s.pool.acquire(c.ctx, int64(n)); err != nil {
+			if errors.Is(err, errRequestLargerThanPool) {
+				c.logger.Warn("closing connection: request larger than queued_max_request_bytes", "size", n, "err", err)
+				c.close()
+			}
+			return
+		}
 		frame := make([]byte, n)
 		if _, err := io.ReadFull(c.nc, frame); err != nil {
+			c.s.pool.release(int64(n))
 			return
 		}
 		c.s.metrics.bytesIn.Add(float64(4 + n))
 		select {
 		case c.frames <- frame:
 		case <-c.ctx.Done():
+			c.s.pool.release(int64(n))
 			return
 		}
 	}

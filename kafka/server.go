@@ -19,12 +19,19 @@ type Options struct {
 	// MaxRequestBytes is socket.request.max.bytes: a larger size prefix
 	// closes the connection before anything is allocated.
 	MaxRequestBytes int32
+	// QueuedMaxRequestBytes bounds the bytes of requests read and not yet
+	// answered, over all connections (queued.max.request.bytes); 0 means
+	// 256 MiB. A request larger than it closes its connection.
+	QueuedMaxRequestBytes int64
 	// AdvertisedAddr is the host:port clients are told to connect to.
 	AdvertisedAddr string
 	Logger         *slog.Logger
 	// Registerer receives the protocol metrics; nil disables them.
 	Registerer prometheus.Registerer
 }
+
+// DefaultQueuedMaxRequestBytes is Options.QueuedMaxRequestBytes' default.
+const DefaultQueuedMaxRequestBytes = 256 << 20
 
 // Server serves the Kafka protocol for one broker.
 type Server struct {
@@ -33,6 +40,7 @@ type Server struct {
 	logger  *slog.Logger
 	apis    apiTable
 	metrics *metrics
+	pool    *requestPool
 
 	mu     sync.Mutex
 	ln     net.Listener
@@ -49,11 +57,15 @@ func NewServer(b *broker.Broker, opts Options) (*Server, error) {
 	if opts.MaxRequestBytes <= 0 {
 		opts.MaxRequestBytes = 100 << 20
 	}
+	if opts.QueuedMaxRequestBytes <= 0 {
+		opts.QueuedMaxRequestBytes = DefaultQueuedMaxRequestBytes
+	}
 	if _, _, err := net.SplitHostPort(opts.AdvertisedAddr); err != nil {
 		return nil, fmt.Errorf("advertised address %q: %w", opts.AdvertisedAddr, err)
 	}
-	s := &Server{broker: b, opts: opts, logger: opts.Logger, conns: map[*clientConn]struct{}{}}
-	m, err := newMetrics(opts.Registerer, b)
+	s := &Server{broker: b, opts: opts, logger: opts.Logger, conns: map[*clientConn]struct{}{},
+		pool: newRequestPool(opts.QueuedMaxRequestBytes)}
+	m, err := newMetrics(opts.Registerer, b, s.pool)
 	if err != nil {
 		return nil, err
 	}

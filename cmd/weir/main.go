@@ -55,10 +55,11 @@ func run(args []string) error {
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	srv, err := kafka.NewServer(b, kafka.Options{
-		MaxRequestBytes: node.MaxRequestBytes,
-		AdvertisedAddr:  node.AdvertisedKafkaAddr,
-		Logger:          logger,
-		Registerer:      metricsRegisterer(b, reg),
+		MaxRequestBytes:       node.MaxRequestBytes,
+		QueuedMaxRequestBytes: node.QueuedMaxRequestBytes,
+		AdvertisedAddr:        node.AdvertisedKafkaAddr,
+		Logger:                logger,
+		Registerer:            metricsRegisterer(b, reg),
 	})
 	if err != nil {
 		return err
