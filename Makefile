@@ -7,6 +7,7 @@
 #   make bench   Go benchmarks and an end-to-end weirctl bench run
 #   make bench-replication  acks=-1 produce, RF1 vs RF3, on a fresh 3-broker cluster
 #   make bench-fanout  fetch read coalescing off vs on: 64 consumers tailing, preloaded, and 1
+#   make bench-memory  broker memory with the fetch memory budget on vs off: 200 consumers fetching a 2 GiB backlog at once
 #   make compat  franz-go's kgo integration suite against a fresh weir
 
 GO       ?= go
@@ -16,7 +17,7 @@ BENCH_RECORDS ?= 500000
 BENCH_RECORD_SIZE ?= 1024
 BENCH_REPLICATION_RECORDS ?= 200000
 
-.PHONY: all build run cluster cluster-stop test unit integration bench bench-go bench-e2e bench-replication bench-fanout compat compat-short lint fmt clean
+.PHONY: all build run cluster cluster-stop test unit integration bench bench-go bench-e2e bench-replication bench-fanout bench-memory compat compat-short lint fmt clean
 
 all: build
 
@@ -69,6 +70,14 @@ bench-replication: build
 # (docs/coalescing.md). Not part of make bench: it takes a few minutes.
 bench-fanout: build
 	./.ci/bench-fanout.sh
+
+# Broker memory under a fetch storm (200 consumers, each asking for 50 MiB of
+# a 2 GiB backlog at once, with producers and a stalled consumer), with
+# fetch_memory_budget_bytes at 256 MiB and then off, on the same data; peak
+# RSS (sampled and VmHWM) side by side. Not part of make bench: it takes
+# several minutes and several GiB of memory with the budget off.
+bench-memory: build
+	./.ci/bench-memory.sh
 
 # franz-go's own kgo integration tests against a fresh weir, with an
 # allowlist (integration/compat/kgo/allow.txt) and findings

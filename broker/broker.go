@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/weir-broker/weir/broker/group"
+	"github.com/weir-broker/weir/broker/memory"
 	"github.com/weir-broker/weir/coalescer"
 	"github.com/weir-broker/weir/config"
 	"github.com/weir-broker/weir/log"
@@ -50,6 +51,8 @@ type Broker struct {
 	props      *config.Values // mirror of the controller's cluster properties
 
 	coalescer *coalescer.Coalescer
+	// fetchMemory is the fetch response budget (fetch_memory_budget_bytes).
+	fetchMemory *memory.Pool
 	// logReads and logReadBytes count the log reads of consumer fetches.
 	logReads, logReadBytes atomic.Uint64
 	// served counts fetched partitions by the role of the replica.
@@ -139,6 +142,7 @@ func Open(opts Options) (*Broker, error) {
 	b.awaitReplicaLeaders()
 	b.recordStartProperties()
 	b.registerMetrics()
+	b.openFetchMemory()
 	if err := b.openCoalescer(); err != nil {
 		return fail(err)
 	}

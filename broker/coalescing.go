@@ -19,7 +19,11 @@ const coalescingProperty = "kafka_fetch_read_coalescing_enabled"
 // takes effect, switch it on and off: on allocates the shards' cache
 // indexes, off frees them at once; reads in flight finish either way.
 func (b *Broker) openCoalescer() error {
-	opts := coalescer.Options{Shards: b.node.FetchCoalescerShards}
+	// A shared result's bytes were charged to the fetch budget once, by
+	// the read; they go back when its last reader releases it.
+	opts := coalescer.Options{Shards: b.node.FetchCoalescerShards, Free: func(data []byte) {
+		b.fetchMemory.Release(int64(len(data)))
+	}}
 	if !b.props.Bool("disable_metrics") {
 		opts.Registerer = b.registerer
 	}
@@ -68,15 +72,15 @@ func (b *Broker) CoalescerStats() []coalescer.ShardStats {
 func (b *Broker) readPartition(ctx context.Context, p *Partition, offset int64, limit int, mode log.ReadMode, upTo int64, isolation int8) (data []byte, shared *coalescer.Result, err error) {
 	c := b.coalescer
 	if c == nil || !c.Enabled() {
-		data, err = b.readLog(p, offset, limit, mode, upTo)
+		data, err = b.readBudgeted(ctx, p, offset, limit, mode, upTo)
 		return data, nil, err
 	}
 	key := coalescer.Key{
 		TopicID: p.topic.ID, Partition: p.Index, Offset: offset, MaxBytes: int32(limit),
 		Isolation: isolation, Obligatory: mode == log.Obligatory,
 	}
-	res, err := c.Read(ctx, key, upTo, func(context.Context) ([]byte, int64, error) {
-		data, err := b.readLog(p, offset, limit, mode, upTo)
+	res, err := c.Read(ctx, key, upTo, func(ctx context.Context) ([]byte, int64, error) {
+		data, err := b.readBudgeted(ctx, p, offset, limit, mode, upTo)
 		return data, freshUntil(data, upTo), err
 	})
 	if err != nil {

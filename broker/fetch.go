@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/weir-broker/weir/broker/memory"
 	"github.com/weir-broker/weir/coalescer"
 	"github.com/weir-broker/weir/log"
 )
@@ -55,7 +56,10 @@ type FetchResult struct {
 	// PreferredReadReplica is the replica the consumer should fetch
 	// from instead (KIP-392), -1 for none.
 	PreferredReadReplica int32
-	shared               *coalescer.Result
+	// shared holds Records for a coalesced read; otherwise budget holds
+	// their bytes in the fetch memory budget.
+	shared *coalescer.Result
+	budget *memory.Pool
 	// byFollower: a follower replica served this partition.
 	byFollower bool
 	// part and appendedBefore let a waiting fetch see how many bytes
@@ -70,6 +74,9 @@ func (r *FetchResult) Release() {
 	if r.shared != nil {
 		r.shared.Release()
 		r.shared = nil
+	} else if r.budget != nil {
+		r.budget.Release(int64(len(r.Records)))
+		r.budget = nil
 	}
 	r.Records = nil
 }
@@ -104,10 +111,17 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest, out []FetchResult
 		if wake == nil {
 			// Register, then read again: an append that landed between
 			// the first read and the registration is seen by the read.
+			// A single partition wakes the fetch only once enough bytes
+			// arrived since its read; with several, any append may
+			// complete the sum.
 			wake = make(chan struct{}, 1)
-			for _, fp := range req.Partitions {
+			for i, fp := range req.Partitions {
 				if p, _, err := fp.resolve(req.FollowerOK); err == nil {
-					p.addWaiter(wake)
+					wakeAt := p.log.AppendedBytes() + 1
+					if len(req.Partitions) == 1 && out[i].part == p {
+						wakeAt = out[i].appendedBefore + int64(minBytes-total)
+					}
+					p.addWaiter(wake, wakeAt)
 					defer p.removeWaiter(wake)
 				}
 			}
@@ -210,6 +224,9 @@ func (b *Broker) readOnce(ctx context.Context, req *FetchRequest, maxBytes int32
 			continue
 		}
 		r.shared = shared
+		if shared == nil {
+			r.budget = b.fetchMemory
+		}
 		if len(data) > 0 {
 			r.Records = data
 			obligatory = false

@@ -223,3 +223,37 @@ func BenchmarkFetchPlanner(b *testing.B) {
 	}
 	b.SetBytes(int64(n))
 }
+
+// TestWaitersWokenAtTheirThreshold: an append wakes only the fetches it
+// brought to their threshold; other changes wake every one.
+func TestWaitersWokenAtTheirThreshold(t *testing.T) {
+	p := newPartition(nil, 0, "")
+	soon, later := make(chan struct{}, 1), make(chan struct{}, 1)
+	p.addWaiter(soon, 100)
+	p.addWaiter(later, 1000)
+	signalled := func(ch chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	p.wakeAt(99)
+	if signalled(soon) || signalled(later) {
+		t.Fatal("woken below every threshold")
+	}
+	p.wakeAt(500)
+	if !signalled(soon) || signalled(later) {
+		t.Fatal("500 appended bytes should wake the waiter at 100 only")
+	}
+	p.wake()
+	if !signalled(soon) || !signalled(later) {
+		t.Fatal("wake must signal every waiter")
+	}
+	p.removeWaiter(soon)
+	p.wakeAt(5000)
+	if signalled(soon) || !signalled(later) {
+		t.Fatal("a removed waiter was signalled, or a due one was not")
+	}
+}

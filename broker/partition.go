@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -67,12 +68,14 @@ type Partition struct {
 	stop     chan struct{} // closed when the replica is closing
 	done     sync.WaitGroup
 
-	waitMu  sync.Mutex
-	waiters map[chan struct{}]struct{}
+	waitMu sync.Mutex
+	// waiters are waiting fetches, each with the log's appended-bytes
+	// count at which an append is worth waking it for.
+	waiters map[chan struct{}]int64
 }
 
 func newPartition(t *Topic, index int32, dir string) *Partition {
-	p := &Partition{Index: index, topic: t, dir: dir, stop: make(chan struct{}), waiters: map[chan struct{}]struct{}{}}
+	p := &Partition{Index: index, topic: t, dir: dir, stop: make(chan struct{}), waiters: map[chan struct{}]int64{}}
 	p.leaderEpoch.Store(-1)
 	return p
 }
@@ -108,12 +111,14 @@ func (p *Partition) setConfig(cfg log.Config) {
 	}
 }
 
-// addWaiter registers ch to be signalled when the high watermark moves.
+// addWaiter registers ch to be signalled when the high watermark moves
+// with the log's appended bytes (log.AppendedBytes) at wakeAt or more,
+// and on every other change (leadership, a snapshot, closing).
 // Registering before reading means no advance between the read and the
 // wait is missed.
-func (p *Partition) addWaiter(ch chan struct{}) {
+func (p *Partition) addWaiter(ch chan struct{}, wakeAt int64) {
 	p.waitMu.Lock()
-	p.waiters[ch] = struct{}{}
+	p.waiters[ch] = wakeAt
 	p.waitMu.Unlock()
 }
 
@@ -123,9 +128,21 @@ func (p *Partition) removeWaiter(ch chan struct{}) {
 	p.waitMu.Unlock()
 }
 
-func (p *Partition) wake() {
+// wake signals every waiting fetch.
+func (p *Partition) wake() { p.wakeAt(math.MaxInt64) }
+
+// wakeAppended signals the waiting fetches that an append brought to
+// their threshold. Waking only those matters with many consumers tailing
+// a partition: every small append would otherwise wake each of them just
+// to go back to sleep.
+func (p *Partition) wakeAppended() { p.wakeAt(p.log.AppendedBytes()) }
+
+func (p *Partition) wakeAt(appended int64) {
 	p.waitMu.Lock()
-	for ch := range p.waiters {
+	for ch, at := range p.waiters {
+		if at > appended {
+			continue
+		}
 		select {
 		case ch <- struct{}{}:
 		default:

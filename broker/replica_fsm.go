@@ -115,7 +115,7 @@ func (p *Partition) applyAppend(epoch int32, logAppendTime int64, batch []byte) 
 	p.producers.record(h)
 	p.epochs.observe(epoch, res.BaseOffset)
 	p.hwm.Store(p.log.EndOffset())
-	p.wake()
+	p.wakeAppended()
 	return applyResult{append: AppendResult{BaseOffset: res.BaseOffset, LogAppendTime: res.LogAppendTime, LogStartOffset: res.LogStartOffset}}
 }
 

@@ -39,6 +39,22 @@ type Node struct {
 	// connections. While it is spent the broker stops reading sockets;
 	// a request larger than it closes its connection.
 	QueuedMaxRequestBytes int64 `koanf:"queued_max_request_bytes"`
+	// FetchMemoryBudgetBytes bounds the bytes of fetch responses read
+	// and not yet written, over all connections: 0 derives it from the
+	// memory available (DefaultFetchMemoryBudget), -1 lifts the bound.
+	FetchMemoryBudgetBytes int64 `koanf:"fetch_memory_budget_bytes"`
+	// ConnectionMaxUnwrittenBytes caps one connection's fetch response
+	// (its max_bytes), so that a client that stops reading holds at most
+	// this much of the budget.
+	ConnectionMaxUnwrittenBytes int64 `koanf:"connection_max_unwritten_bytes"`
+	// ConnectionMaxInflightRequests is how many requests one connection
+	// may have read and not yet answered (pipelining clients send
+	// several); beyond it the connection is not read.
+	ConnectionMaxInflightRequests int `koanf:"connection_max_inflight_requests"`
+	// MemoryLimitBytes sets the Go runtime's soft memory limit (as
+	// GOMEMLIMIT does, which wins when set); 0 leaves the runtime's
+	// default. With the budgets above it bounds the process's memory.
+	MemoryLimitBytes int64 `koanf:"memory_limit_bytes"`
 
 	// RaftSnapshotEntries: a partition's Raft group snapshots (fsyncs
 	// its log and writes a checkpoint) once this many entries arrived
@@ -63,20 +79,24 @@ type Node struct {
 // DefaultNode is a single-node broker on loopback with data in ./data.
 func DefaultNode() map[string]any {
 	return map[string]any{
-		"node_id":                  0,
-		"data_dir":                 "./data",
-		"kafka_addr":               "127.0.0.1:9092",
-		"advertised_kafka_addr":    "",
-		"admin_addr":               "127.0.0.1:9644",
-		"rpc_addr":                 "127.0.0.1:33145",
-		"rack":                     "",
-		"seeds":                    "",
-		"log_level":                "info",
-		"max_request_bytes":        100 << 20,
-		"queued_max_request_bytes": 256 << 20,
-		"raft_snapshot_entries":    1024,
-		"raft_trailing_entries":    512,
-		"fetch_coalescer_shards":   0,
+		"node_id":                          0,
+		"data_dir":                         "./data",
+		"kafka_addr":                       "127.0.0.1:9092",
+		"advertised_kafka_addr":            "",
+		"admin_addr":                       "127.0.0.1:9644",
+		"rpc_addr":                         "127.0.0.1:33145",
+		"rack":                             "",
+		"seeds":                            "",
+		"log_level":                        "info",
+		"max_request_bytes":                100 << 20,
+		"queued_max_request_bytes":         256 << 20,
+		"fetch_memory_budget_bytes":        0,
+		"connection_max_unwritten_bytes":   32 << 20,
+		"connection_max_inflight_requests": 6,
+		"memory_limit_bytes":               0,
+		"raft_snapshot_entries":            1024,
+		"raft_trailing_entries":            512,
+		"fetch_coalescer_shards":           0,
 	}
 }
 
@@ -240,6 +260,18 @@ func (n Node) Validate() error {
 	}
 	if n.QueuedMaxRequestBytes < 1024 {
 		errs = append(errs, fmt.Errorf("queued_max_request_bytes %d: must be at least 1024", n.QueuedMaxRequestBytes))
+	}
+	if b := n.FetchMemoryBudgetBytes; b < -1 || b > 0 && b < 1<<20 {
+		errs = append(errs, fmt.Errorf("fetch_memory_budget_bytes %d: want -1 (unbounded), 0 (derived from memory) or at least 1 MiB", b))
+	}
+	if n.ConnectionMaxUnwrittenBytes < 64<<10 || n.ConnectionMaxUnwrittenBytes > 1<<30 {
+		errs = append(errs, fmt.Errorf("connection_max_unwritten_bytes %d: want 64 KiB to 1 GiB", n.ConnectionMaxUnwrittenBytes))
+	}
+	if n.ConnectionMaxInflightRequests < 2 || n.ConnectionMaxInflightRequests > 1024 {
+		errs = append(errs, fmt.Errorf("connection_max_inflight_requests %d: want 2 to 1024", n.ConnectionMaxInflightRequests))
+	}
+	if n.MemoryLimitBytes < 0 || n.MemoryLimitBytes > 0 && n.MemoryLimitBytes < 64<<20 {
+		errs = append(errs, fmt.Errorf("memory_limit_bytes %d: want 0 (runtime default) or at least 64 MiB", n.MemoryLimitBytes))
 	}
 	if n.MaxRequestBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max_request_bytes %d: must be at least 1024", n.MaxRequestBytes))

@@ -147,6 +147,11 @@ func TestMetricsCluster(t *testing.T) {
 		"weir_raft_rpc_calls_total", "weir_raft_rpc_call_duration_seconds", "weir_raft_rpc_handled_total",
 		"weir_log_reads_total", "weir_log_read_bytes_total", "weir_fetch_partition_reads_total", "weir_fetch_bytes_total",
 		"weir_license_expiry_seconds", "weir_license_valid", "weir_enterprise_license_violation",
+		"weir_request_memory_pool_bytes", "weir_request_memory_in_use_bytes", "weir_request_memory_peak_bytes",
+		"weir_request_memory_waits_total", "weir_request_memory_wait_seconds_total",
+		"weir_fetch_memory_budget_bytes", "weir_fetch_memory_in_use_bytes", "weir_fetch_memory_peak_bytes",
+		"weir_fetch_memory_waits_total", "weir_fetch_memory_wait_seconds_total",
+		"weir_fetch_memory_trimmed_reads_total", "weir_fetch_memory_overdraft_bytes_total",
 	} {
 		if !strings.Contains(pages.String(), "# TYPE "+family+" ") {
 			t.Errorf("no broker's /metrics has the %s family", family)

@@ -5,7 +5,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-const apiVersionsKey = 18
+const (
+	produceKey     = 0
+	fetchKey       = 1
+	apiVersionsKey = 18
+)
 
 // api is one supported Kafka API and the versions weir serves.
 type api struct {

@@ -16,16 +16,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/broker/group"
+	"github.com/weir-broker/weir/broker/memory"
 )
 
 // idleTimeout is Kafka's connections.max.idle.ms: a connection that sends
 // nothing for this long, or trickles a frame slower than this, is closed.
 const idleTimeout = 10 * time.Minute
-
-// readAhead is how many frames the reader may hold while the handler
-// works: pipelining clients keep several requests in flight, and reading
-// them ahead overlaps socket reads with handling.
-const readAhead = 4
 
 // minHeaderSize is api key, api version and correlation id.
 const minHeaderSize = 8
@@ -45,13 +41,22 @@ type clientConn struct {
 	out       []byte // response buffer, reused between requests
 	fetch     fetchScratch
 	fetchEnc  fetchEncoder
+	fetchReq  *kmsg.FetchRequest
+	fetchResp fetchResponse
+	// writing is the pieces of the fetch response being written: a
+	// field, so that writev's consumption of them needs no allocation.
+	writing net.Buffers
 }
 
 func newClientConn(s *Server, nc net.Conn) *clientConn {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &clientConn{
 		s: s, nc: nc, ctx: ctx, cancel: cancel,
-		frames: make(chan []byte, readAhead),
+		// In flight: the frame being handled, those queued, and the one
+		// the reader holds until there is room. Pipelining clients keep
+		// several requests in flight, and reading them ahead overlaps
+		// socket reads with handling.
+		frames: make(chan []byte, s.opts.ConnectionMaxInflightRequests-2),
 		logger: s.logger.With("remote", nc.RemoteAddr().String()),
 	}
 }
@@ -71,12 +76,20 @@ func (c *clientConn) serve() {
 	defer func() {
 		c.close()
 		for frame := range c.frames {
-			c.s.pool.release(int64(len(frame)))
+			c.s.pool.Release(int64(len(frame)))
+		}
+		// A fetch whose response was never written (a handler that
+		// failed) gives its bytes back to the fetch budget too.
+		for i := range c.fetch.results {
+			c.fetch.results[i].Release()
 		}
 	}()
 	for frame := range c.frames {
 		err := c.handle(frame)
-		c.s.pool.release(int64(len(frame)))
+		c.s.pool.Release(int64(len(frame)))
+		if recyclableFrame(frame) {
+			c.s.frames.put(frame)
+		}
 		if err != nil {
 			// Protocol violations close the connection, as in Kafka;
 			// say why, since the client usually will not. A connection
@@ -109,33 +122,62 @@ func (c *clientConn) readLoop() {
 		// Reserve the request's bytes before allocating them; while the
 		// pool is spent this connection is not read, and TCP holds the
 		// client back.
-		if err := c.s.pool.acquire(c.ctx, int64(n)); err != nil {
-			if errors.Is(err, errRequestLargerThanPool) {
+		if err := c.s.pool.Acquire(c.ctx, int64(n)); err != nil {
+			if errors.Is(err, memory.ErrLargerThanPool) {
 				c.logger.Warn("closing connection: request larger than queued_max_request_bytes", "size", n, "err", err)
 				c.close()
 			}
 			return
 		}
-		frame := make([]byte, n)
+		frame := c.s.frames.get(int(n))
 		if _, err := io.ReadFull(c.nc, frame); err != nil {
-			c.s.pool.release(int64(n))
+			c.s.pool.Release(int64(n))
 			return
 		}
 		c.s.metrics.bytesIn.Add(float64(4 + n))
 		select {
 		case c.frames <- frame:
 		case <-c.ctx.Done():
-			c.s.pool.release(int64(n))
+			c.s.pool.Release(int64(n))
 			return
 		}
 	}
 }
 
-// requestHeader is the part of a request before its body.
+// requestHeader is the part of a request before its body (the client ID
+// goes to clientConn.clientID).
 type requestHeader struct {
 	key, version  int16
 	correlationID int32
-	clientID      *string
+}
+
+// readClientID reads the header's nullable client ID as a view into the
+// frame: a connection sends the same one every time, so it is turned into
+// a string only when it changes.
+func (c *clientConn) readClientID(r *kbin.Reader) (id []byte, ok bool) {
+	n := r.Int16()
+	if n < 0 {
+		return nil, r.Ok()
+	}
+	id = r.Span(int(n))
+	return id, r.Ok()
+}
+
+// request returns an empty request for key. A connection's Fetch
+// requests reuse one struct (one fetch runs per connection at a time and
+// nothing keeps it past its response); other APIs get a new one.
+func (c *clientConn) request(key int16) kmsg.Request {
+	if key == fetchKey {
+		if c.fetchReq == nil {
+			c.fetchReq = new(kmsg.FetchRequest)
+		}
+		// Every field reset; the topics' capacity kept, which kmsg's
+		// decoding reuses.
+		*c.fetchReq = kmsg.FetchRequest{Topics: c.fetchReq.Topics[:0]}
+		c.fetchReq.Default()
+		return c.fetchReq
+	}
+	return kmsg.RequestForKey(key)
 }
 
 // handle answers one frame; an error closes the connection.
@@ -143,7 +185,7 @@ func (c *clientConn) handle(frame []byte) (err error) {
 	start := time.Now()
 	r := kbin.Reader{Src: frame}
 	h := requestHeader{key: r.Int16(), version: r.Int16(), correlationID: r.Int32()}
-	h.clientID = r.NullableString()
+	clientID, hasClientID := c.readClientID(&r)
 	if !r.Ok() {
 		return errors.New("truncated request header")
 	}
@@ -157,7 +199,7 @@ func (c *clientConn) handle(frame []byte) (err error) {
 	if h.version < api.min || h.version > api.max {
 		return fmt.Errorf("%s v%d is outside the supported range v%d-v%d", api.name, h.version, api.min, api.max)
 	}
-	req := kmsg.RequestForKey(h.key)
+	req := c.request(h.key)
 	req.SetVersion(h.version)
 	if req.IsFlexible() {
 		kmsg.SkipTags(&r)
@@ -168,9 +210,10 @@ func (c *clientConn) handle(frame []byte) (err error) {
 	if err := req.ReadFrom(r.Src); err != nil {
 		return fmt.Errorf("%s v%d: malformed request: %w", api.name, h.version, err)
 	}
-	c.clientID = ""
-	if h.clientID != nil {
-		c.clientID = *h.clientID
+	if !hasClientID {
+		c.clientID = ""
+	} else if string(clientID) != c.clientID { // no allocation when equal
+		c.clientID = string(clientID)
 	}
 	resp, err := c.call(api, req)
 	if err != nil {
@@ -239,15 +282,15 @@ func (c *clientConn) writeFetch(header []byte, fr *fetchResponse) (int64, error)
 	}()
 	e.reset(header)
 	e.encode(fr.FetchResponse)
-	pieces := e.finish()
+	c.writing = e.finish()
+	defer func() { c.writing = nil }() // e.release clears the pieces themselves
 	size := 0
-	for _, p := range pieces {
+	for _, p := range c.writing {
 		size += len(p)
 	}
-	binary.BigEndian.PutUint32(pieces[0], uint32(size-4))
+	binary.BigEndian.PutUint32(c.writing[0], uint32(size-4))
 	c.nc.SetWriteDeadline(time.Now().Add(idleTimeout))
-	n, err := pieces.WriteTo(c.nc)
-	return n, err
+	return c.writing.WriteTo(c.nc)
 }
 
 // errConnClosing ends a handler whose connection went away while it

@@ -51,7 +51,7 @@ import (
 
 func (s *Server) handleFetch(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp := c.fetchResponse(req.Version)
 	if req.Version >= 7 {
 		switch {
 		case req.SessionID != 0:
@@ -65,13 +65,13 @@ func (s *Server) handleFetch(c *clientConn, kreq kmsg.Request) (kmsg.Response, e
 	plan := c.fetchPlan(req)
 	s.broker.Fetch(c.ctx, &plan.req, plan.results)
 
-	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
+	resp.Topics = resize(resp.Topics, len(req.Topics))
 	i := 0
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		st := &resp.Topics[ti]
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
+		st.Partitions = resize(st.Partitions, len(rt.Partitions))
 		for pi := range rt.Partitions {
 			r := &plan.results[i]
 			sp := &st.Partitions[pi]
@@ -93,7 +93,32 @@ func (s *Server) handleFetch(c *clientConn, kreq kmsg.Request) (kmsg.Response, e
 		}
 	}
 	s.countFetched(plan)
-	return &fetchResponse{FetchResponse: resp, plan: plan}, nil
+	c.fetchResp.plan = plan
+	return &c.fetchResp, nil
+}
+
+// fetchResponse returns the connection's reused Fetch response, emptied
+// but keeping its slices' capacity: one fetch runs per connection at a
+// time, and its response is written before the next is read.
+func (c *clientConn) fetchResponse(version int16) *kmsg.FetchResponse {
+	r := c.fetchResp.FetchResponse
+	if r == nil {
+		r = new(kmsg.FetchResponse)
+		c.fetchResp.FetchResponse = r
+	}
+	*r = kmsg.FetchResponse{Topics: r.Topics[:0]}
+	r.Default()
+	r.SetVersion(version)
+	return r
+}
+
+// resize returns s with length n, reusing its capacity; the elements'
+// own slices are kept for reuse too.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return append(s[:cap(s)], make([]T, n-cap(s))...)[:n]
+	}
+	return s[:n]
 }
 
 // fetchResponse is a Fetch answer written as pieces: its own fields, then
@@ -112,6 +137,11 @@ func (r *fetchResponse) release() {
 		r.plan.results[i].Release()
 	}
 	clear(r.plan.results)
+	for ti := range r.Topics {
+		for pi := range r.Topics[ti].Partitions {
+			r.Topics[ti].Partitions[pi].RecordBatches = nil
+		}
+	}
 }
 
 // countFetched adds the record bytes a fetch returned to their topics'
@@ -167,7 +197,12 @@ type fetchScratch struct {
 
 func (c *clientConn) fetchPlan(req *kmsg.FetchRequest) *fetchScratch {
 	p := &c.fetch
-	p.req.MaxBytes = req.MaxBytes
+	// One connection's response is capped, so that a client that stops
+	// reading holds at most that much of the fetch budget.
+	p.req.MaxBytes = int32(min(int64(req.MaxBytes), c.s.opts.ConnectionMaxUnwrittenBytes))
+	if req.MaxBytes <= 0 {
+		p.req.MaxBytes = int32(c.s.opts.ConnectionMaxUnwrittenBytes)
+	}
 	p.req.MinBytes = req.MinBytes
 	p.req.MaxWait = time.Duration(req.MaxWaitMillis) * time.Millisecond
 	p.req.Isolation = req.IsolationLevel

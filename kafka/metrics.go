@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/weir-broker/weir/broker"
+	"github.com/weir-broker/weir/broker/memory"
 )
 
 type metrics struct {
@@ -20,7 +21,7 @@ type metrics struct {
 	topics      *topicTraffic
 }
 
-func newMetrics(reg prometheus.Registerer, b *broker.Broker, pool *requestPool) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, b *broker.Broker, pool *memory.Pool) (*metrics, error) {
 	m := &metrics{
 		connections: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "weir_kafka_connections", Help: "Open Kafka client connections."}),
@@ -38,19 +39,13 @@ func newMetrics(reg prometheus.Registerer, b *broker.Broker, pool *requestPool) 
 	if reg == nil {
 		return m, nil
 	}
-	poolGauge := func(name, help string, value func(size, used, waits int64) int64) prometheus.Collector {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
-			return float64(value(pool.stats()))
-		})
-	}
 	cs := []prometheus.Collector{m.connections, m.requests, m.latency, m.bytesIn, m.bytesOut, m.topics,
-		poolGauge("weir_request_memory_pool_bytes", "Size of the request memory pool (queued_max_request_bytes).",
-			func(size, _, _ int64) int64 { return size }),
-		poolGauge("weir_request_memory_in_use_bytes", "Bytes of requests read and not yet answered.",
-			func(_, used, _ int64) int64 { return used }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "weir_request_memory_waits_total",
-			Help: "Requests that waited for the request memory pool (their connection was not read meanwhile)."},
-			func() float64 { _, _, waits := pool.stats(); return float64(waits) }),
+		memory.NewCollector(pool, memory.MetricNames{
+			What: "requests read and not yet answered (queued_max_request_bytes)",
+			Size: "weir_request_memory_pool_bytes", InUse: "weir_request_memory_in_use_bytes",
+			Peak: "weir_request_memory_peak_bytes", Waits: "weir_request_memory_waits_total",
+			WaitSeconds: "weir_request_memory_wait_seconds_total",
+		}),
 	}
 	for i, c := range cs {
 		if err := reg.Register(c); err != nil {

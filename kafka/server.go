@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/weir-broker/weir/broker"
+	"github.com/weir-broker/weir/broker/memory"
 )
 
 // Options configure a Server.
@@ -23,6 +24,13 @@ type Options struct {
 	// answered, over all connections (queued.max.request.bytes); 0 means
 	// 256 MiB. A request larger than it closes its connection.
 	QueuedMaxRequestBytes int64
+	// ConnectionMaxUnwrittenBytes caps one connection's fetch responses
+	// (max_bytes), so that a client that stops reading holds at most this
+	// much of the fetch budget; 0 means 32 MiB.
+	ConnectionMaxUnwrittenBytes int64
+	// ConnectionMaxInflightRequests is how many requests a connection may
+	// have read and not yet answered (at least 2); 0 means 6.
+	ConnectionMaxInflightRequests int
 	// AdvertisedAddr is the host:port clients are told to connect to.
 	AdvertisedAddr string
 	Logger         *slog.Logger
@@ -40,7 +48,8 @@ type Server struct {
 	logger  *slog.Logger
 	apis    apiTable
 	metrics *metrics
-	pool    *requestPool
+	pool    *memory.Pool // queued_max_request_bytes
+	frames  framePool
 
 	mu     sync.Mutex
 	ln     net.Listener
@@ -57,6 +66,12 @@ func NewServer(b *broker.Broker, opts Options) (*Server, error) {
 	if opts.MaxRequestBytes <= 0 {
 		opts.MaxRequestBytes = 100 << 20
 	}
+	if opts.ConnectionMaxUnwrittenBytes <= 0 {
+		opts.ConnectionMaxUnwrittenBytes = 32 << 20
+	}
+	if opts.ConnectionMaxInflightRequests < 2 {
+		opts.ConnectionMaxInflightRequests = 6
+	}
 	if opts.QueuedMaxRequestBytes <= 0 {
 		opts.QueuedMaxRequestBytes = DefaultQueuedMaxRequestBytes
 	}
@@ -64,7 +79,7 @@ func NewServer(b *broker.Broker, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("advertised address %q: %w", opts.AdvertisedAddr, err)
 	}
 	s := &Server{broker: b, opts: opts, logger: opts.Logger, conns: map[*clientConn]struct{}{},
-		pool: newRequestPool(opts.QueuedMaxRequestBytes)}
+		pool: memory.NewPool(opts.QueuedMaxRequestBytes)}
 	m, err := newMetrics(opts.Registerer, b, s.pool)
 	if err != nil {
 		return nil, err

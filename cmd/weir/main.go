@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -37,6 +38,7 @@ func run(args []string) error {
 		return err
 	}
 	logger := newLogger(node.LogLevel)
+	applyMemoryLimit(node, logger)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
@@ -55,11 +57,13 @@ func run(args []string) error {
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	srv, err := kafka.NewServer(b, kafka.Options{
-		MaxRequestBytes:       node.MaxRequestBytes,
-		QueuedMaxRequestBytes: node.QueuedMaxRequestBytes,
-		AdvertisedAddr:        node.AdvertisedKafkaAddr,
-		Logger:                logger,
-		Registerer:            metricsRegisterer(b, reg),
+		MaxRequestBytes:               node.MaxRequestBytes,
+		QueuedMaxRequestBytes:         node.QueuedMaxRequestBytes,
+		ConnectionMaxUnwrittenBytes:   node.ConnectionMaxUnwrittenBytes,
+		ConnectionMaxInflightRequests: node.ConnectionMaxInflightRequests,
+		AdvertisedAddr:                node.AdvertisedKafkaAddr,
+		Logger:                        logger,
+		Registerer:                    metricsRegisterer(b, reg),
 	})
 	if err != nil {
 		return err
@@ -113,4 +117,19 @@ func newLogger(level string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}
+
+// applyMemoryLimit sets the Go runtime's soft memory limit from
+// memory_limit_bytes, unless GOMEMLIMIT (which the runtime already
+// applied) says otherwise. The runtime then collects garbage harder as
+// the process nears the limit instead of letting the heap double.
+func applyMemoryLimit(node config.Node, logger *slog.Logger) {
+	if node.MemoryLimitBytes <= 0 {
+		return
+	}
+	if env := os.Getenv("GOMEMLIMIT"); env != "" {
+		logger.Info("memory_limit_bytes ignored: GOMEMLIMIT is set", "GOMEMLIMIT", env)
+		return
+	}
+	debug.SetMemoryLimit(node.MemoryLimitBytes)
 }

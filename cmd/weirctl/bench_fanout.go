@@ -50,6 +50,7 @@ type fanoutOptions struct {
 	replicas    int16
 	fetch       fanoutFetch
 	maxWait     time.Duration
+	linger      time.Duration
 	coalescing  string
 	runs        int
 	maxDuration time.Duration
@@ -66,7 +67,7 @@ func (o *fanoutOptions) tailRecords() int64 {
 func (o *fanoutOptions) validate(changed func(string) bool, timeout time.Duration) error {
 	switch o.mode {
 	case fanoutPreload:
-		for _, f := range []string{"rate", "duration"} {
+		for _, f := range []string{"rate", "duration", "linger"} {
 			if changed(f) {
 				return fmt.Errorf("--%s applies to --mode tail; preload consumes a backlog of --records", f)
 			}
@@ -92,6 +93,8 @@ func (o *fanoutOptions) validate(changed func(string) bool, timeout time.Duratio
 			return fmt.Errorf("--record-size must be at least %d in tail mode (each value starts with its send time), got %d", sendTimestampBytes, o.recordSize)
 		case time.Second/time.Duration(o.rate) >= timeout:
 			return fmt.Errorf("--rate %d sends a record less often than --timeout %s, which would be taken for a stall", o.rate, timeout)
+		case o.linger < 0:
+			return fmt.Errorf("--linger must be >= 0, got %s", o.linger)
 		case o.maxDuration <= o.duration:
 			return fmt.Errorf("--max-duration (%s) must be longer than --duration (%s)", o.maxDuration, o.duration)
 		}
@@ -198,6 +201,7 @@ func newBenchFanoutCommand(g *globalOptions) *cobra.Command {
 	fl.IntVar(&o.recordSize, "record-size", 1024, "value size in bytes (tail: at least 8, for the send time)")
 	fl.IntVar(&o.rate, "rate", 1000, "tail: records produced per second")
 	fl.DurationVar(&o.duration, "duration", 10*time.Second, "tail: how long to produce")
+	fl.DurationVar(&o.linger, "linger", 5*time.Millisecond, "tail: the producer's linger (linger.ms; 5ms is the Java client's default since 4.0)")
 	fl.Int32VarP(&o.partitions, "partitions", "p", 1, "partitions if TOPIC has to be created (partition 0 is read)")
 	fl.Int16VarP(&o.replicas, "replication-factor", "r", -1, "replication factor if TOPIC has to be created (-1: broker default)")
 	fl.Int32Var(&o.fetch.MaxBytes, "fetch-max-bytes", 50<<20, "every consumer's FetchMaxBytes")

@@ -115,16 +115,17 @@ func onOff(b bool) string {
 }
 
 // producerOpts are those of bench produce with acks=all, writing to
-// partition 0 only. A tail run sends each record at once (no linger),
-// so that its latency measures the broker and the fetch path rather than
-// client-side batching.
+// partition 0 only. A tail run's producer lingers --linger, as a real
+// producer at a steady rate does (the Java client's linger.ms is 5 ms by
+// default since 4.0); its latency includes that wait, with coalescing on
+// and off alike.
 func (f *fanoutBench) producerOpts() []kgo.Opt {
 	opts := append(f.g.producerOpts(kgo.NoCompression(), kgo.AllISRAcks()),
 		kgo.DefaultProduceTopic(f.topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 	)
 	if f.o.mode == fanoutTail {
-		opts = append(opts, kgo.ProducerLinger(0))
+		opts = append(opts, kgo.ProducerLinger(f.o.linger))
 	}
 	return opts
 }

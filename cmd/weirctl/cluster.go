@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -169,30 +170,68 @@ func rackCell(rack string) string {
 var errUnhealthy = errors.New("cluster is unhealthy")
 
 func newClusterHealthCommand(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
+	var memorySample time.Duration
+	cmd := &cobra.Command{
 		Use:   "health",
 		Short: "Report leaderless and under-replicated partitions and down nodes; exit 1 when unhealthy",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := g.clusterSummary(cmd)
-			if err != nil {
-				return err
-			}
-			if err := printClusterHealth(cmd.OutOrStdout(), g.format, s); err != nil {
-				return err
-			}
-			if !s.Healthy {
-				return errUnhealthy
-			}
-			return nil
-		},
+		Long: "Report leaderless and under-replicated partitions and down nodes, from one\n" +
+			"Metadata request; exit 1 when the cluster is unhealthy.\n\n" +
+			"Then, unless --memory-sample is 0, read every broker's /metrics twice,\n" +
+			"--memory-sample apart (brokers from GET /v1/brokers at the admin API URL),\n" +
+			"and warn about each broker whose requests waited for the request memory pool\n" +
+			"(queued_max_request_bytes) or whose fetches waited for the fetch memory budget\n" +
+			"in between: the share of the sample spent waiting, summed over waiters (so it\n" +
+			"can pass 100%), and the pool's bytes in use of its size. Warnings, also about\n" +
+			"brokers that could not be read, leave the exit status alone.\n" + adminURLHelp,
+		Example: "  weirctl cluster health\n" +
+			"  weirctl cluster health --admin-url 10.0.0.5:9644 --memory-sample 5s --format json",
+		Args: cobra.NoArgs,
 	}
+	client := addAdminURLFlag(cmd, g)
+	cmd.Flags().DurationVar(&memorySample, "memory-sample", time.Second, "time between the memory check's two reads of /metrics (0: no memory check)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if memorySample < 0 {
+			return fmt.Errorf("--memory-sample must be >= 0 (0 skips the memory check), got %s", memorySample)
+		}
+		s, err := g.clusterSummary(cmd)
+		if err != nil {
+			return err
+		}
+		h := clusterHealth{clusterSummary: s, MemoryWarnings: []healthMemoryWarning{}}
+		if memorySample > 0 {
+			if h.MemoryWarnings, err = checkBrokerMemory(cmd.Context(), client(), memorySample); err != nil {
+				return err
+			}
+		}
+		if err := h.write(cmd.OutOrStdout(), g.format); err != nil {
+			return err
+		}
+		// Memory warnings are advice: only the partitions and nodes
+		// decide whether the cluster is healthy.
+		if !s.Healthy {
+			return errUnhealthy
+		}
+		return nil
+	}
+	return cmd
+}
+
+// clusterHealth is what `cluster health` prints: the summary, with its
+// fields at the top level as before, and the memory check's warnings.
+type clusterHealth struct {
+	clusterSummary
+	MemoryWarnings []healthMemoryWarning `json:"memory_warnings"`
 }
 
 func printClusterHealth(w io.Writer, format string, s clusterSummary) error {
+	return clusterHealth{clusterSummary: s, MemoryWarnings: []healthMemoryWarning{}}.write(w, format)
+}
+
+func (h clusterHealth) write(w io.Writer, format string) error {
 	if format != formatTable {
-		return writeDocument(w, format, s)
+		return writeDocument(w, format, h)
 	}
+	s := h.clusterSummary
 	ids := make([]string, len(s.Brokers))
 	for i, b := range s.Brokers {
 		ids[i] = fmt.Sprint(b.ID)
@@ -205,6 +244,9 @@ func printClusterHealth(w io.Writer, format string, s clusterSummary) error {
 	fmt.Fprintf(w, "UNDER-REPLICATED PARTITIONS  %d %v\n", len(s.UnderReplicated), s.UnderReplicated)
 	for _, p := range s.Problems {
 		fmt.Fprintf(w, "PROBLEM                      %s\n", p)
+	}
+	for _, m := range h.MemoryWarnings {
+		fmt.Fprintf(w, "WARNING                      %s\n", m.Message)
 	}
 	return nil
 }

@@ -18,6 +18,8 @@ type consumeOptions struct {
 	offset    string
 	count     int
 	isolation string
+	// bufferMemory is --buffer-memory as given; consume_memory.go maps it.
+	bufferMemory string
 }
 
 func newConsumeCommand(g *globalOptions) *cobra.Command {
@@ -30,7 +32,10 @@ func newConsumeCommand(g *globalOptions) *cobra.Command {
 			"runs until interrupted. With -g, joins the consumer group and commits\n" +
 			"exactly the records it printed; -o then only applies to partitions the\n" +
 			"group has no committed offset for. --format json prints one object per\n" +
-			"line; --format yaml prints one YAML document per record, each opened by ---.",
+			"line; --format yaml prints one YAML document per record, each opened by ---.\n\n" +
+			"--buffer-memory bounds the fetched bytes held at once (Kafka's consumer\n" +
+			"buffer.memory, KIP-81). Its 2 fetches take turns between brokers: with more\n" +
+			"than 2, a broker with nothing new can hold a turn for up to the fetch wait (5s).",
 		Example: "  weirctl consume orders -n 10\n" +
 			"  weirctl consume orders -o end -g audit --format json | jq .value",
 		Args: cobra.ExactArgs(1),
@@ -46,12 +51,17 @@ func newConsumeCommand(g *globalOptions) *cobra.Command {
 			if o.count < 0 {
 				return fmt.Errorf("--num must be >= 0, got %d", o.count)
 			}
+			memOpts, err := bufferMemoryOpts(o.bufferMemory)
+			if err != nil {
+				return err
+			}
 			topic := args[0]
 			opts := []kgo.Opt{
 				kgo.ConsumeTopics(topic),
 				kgo.ConsumeResetOffset(start),
 				kgo.FetchIsolationLevel(iso),
 			}
+			opts = append(opts, memOpts...)
 			if o.group != "" {
 				// Marks rather than plain autocommit: with -n we poll
 				// past the last printed record, and committing those
@@ -74,6 +84,7 @@ func newConsumeCommand(g *globalOptions) *cobra.Command {
 	f.StringVarP(&o.offset, "offset", "o", "start", "where to start: start, end, or an exact OFFSET")
 	f.IntVarP(&o.count, "num", "n", 0, "stop after this many records (0: run until interrupted)")
 	f.StringVar(&o.isolation, "isolation", "read_uncommitted", "read_committed or read_uncommitted")
+	f.StringVar(&o.bufferMemory, "buffer-memory", "", bufferMemoryHelp)
 	return cmd
 }
 
