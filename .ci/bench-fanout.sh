@@ -13,8 +13,12 @@ runs=${4:-2}
 . ./.ci/single-broker.sh
 start_single_broker
 ctl=(./bin/weirctl --brokers "127.0.0.1:$kport" bench fanout --admin-url "http://127.0.0.1:$aport" --coalescing both --runs "$runs")
-echo "== tail: $consumers consumers, $rate records/s of 1 KiB for $duration"
-"${ctl[@]}" fanout-tail --mode tail --consumers "$consumers" --rate "$rate" --record-size 1024 --duration "$duration" 2>/dev/null
+# The tailing consumers batch their fetches (fetch.min.bytes 64 KiB, at most
+# 100 ms apart), as consumers of a busy partition are configured to; the
+# producer lingers 5 ms (linger.ms, the Java client's default since 4.0).
+echo "== tail: $consumers consumers, $rate records/s of 1 KiB for $duration, fetch.min.bytes 64 KiB, fetch.max.wait.ms 100"
+"${ctl[@]}" fanout-tail --mode tail --consumers "$consumers" --rate "$rate" --record-size 1024 --duration "$duration" \
+	--fetch-min-bytes 65536 --fetch-max-wait 100ms 2>/dev/null
 echo "== preload: $consumers consumers read 50000 records of 1 KiB from the start"
 "${ctl[@]}" fanout-preload --mode preload --consumers "$consumers" --records 50000 --record-size 1024 2>/dev/null
 echo "== tail: 1 consumer, $rate records/s of 1 KiB for $duration"

@@ -53,6 +53,9 @@ type Broker struct {
 	coalescer *coalescer.Coalescer
 	// fetchMemory is the fetch response budget (fetch_memory_budget_bytes).
 	fetchMemory *memory.Pool
+	fetchWaits  sync.Pool // of *fetchWait
+	// readBuffers recycles the buffers consumer fetches read into.
+	readBuffers memory.Buffers
 	// logReads and logReadBytes count the log reads of consumer fetches.
 	logReads, logReadBytes atomic.Uint64
 	// served counts fetched partitions by the role of the replica.

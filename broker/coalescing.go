@@ -20,9 +20,11 @@ const coalescingProperty = "kafka_fetch_read_coalescing_enabled"
 // indexes, off frees them at once; reads in flight finish either way.
 func (b *Broker) openCoalescer() error {
 	// A shared result's bytes were charged to the fetch budget once, by
-	// the read; they go back when its last reader releases it.
+	// the read; they go back, and its buffer is recycled, when its last
+	// reader releases it.
 	opts := coalescer.Options{Shards: b.node.FetchCoalescerShards, Free: func(data []byte) {
-		b.fetchMemory.Release(int64(len(data)))
+		b.fetchMemory.Release(int64(cap(data)))
+		b.readBuffers.Put(data)
 	}}
 	if !b.props.Bool("disable_metrics") {
 		opts.Registerer = b.registerer
@@ -97,7 +99,7 @@ func (b *Broker) LogReadStats() (reads, bytes uint64) {
 
 // readLog reads from a partition's log, counting the reads and bytes.
 func (b *Broker) readLog(p *Partition, offset int64, limit int, mode log.ReadMode, upTo int64) ([]byte, error) {
-	data, err := p.log.Read(offset, limit, mode, upTo)
+	data, err := p.log.ReadWith(offset, limit, mode, upTo, b.readBuffers.Get)
 	b.logReads.Add(1)
 	b.logReadBytes.Add(uint64(len(data)))
 	return data, err

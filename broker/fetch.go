@@ -8,7 +8,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/weir-broker/weir/broker/memory"
 	"github.com/weir-broker/weir/coalescer"
 	"github.com/weir-broker/weir/log"
 )
@@ -56,10 +55,11 @@ type FetchResult struct {
 	// PreferredReadReplica is the replica the consumer should fetch
 	// from instead (KIP-392), -1 for none.
 	PreferredReadReplica int32
-	// shared holds Records for a coalesced read; otherwise budget holds
-	// their bytes in the fetch memory budget.
+	// shared holds Records for a coalesced read; otherwise owner is the
+	// broker whose fetch budget holds their bytes and whose buffer pool
+	// takes their buffer back.
 	shared *coalescer.Result
-	budget *memory.Pool
+	owner  *Broker
 	// byFollower: a follower replica served this partition.
 	byFollower bool
 	// part and appendedBefore let a waiting fetch see how many bytes
@@ -74,9 +74,10 @@ func (r *FetchResult) Release() {
 	if r.shared != nil {
 		r.shared.Release()
 		r.shared = nil
-	} else if r.budget != nil {
-		r.budget.Release(int64(len(r.Records)))
-		r.budget = nil
+	} else if r.owner != nil {
+		r.owner.fetchMemory.Release(int64(cap(r.Records)))
+		r.owner.readBuffers.Put(r.Records)
+		r.owner = nil
 	}
 	r.Records = nil
 }
@@ -100,34 +101,35 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest, out []FetchResult
 	if minBytes > int(maxBytes) {
 		minBytes = int(maxBytes)
 	}
-	var wake chan struct{}
-	var deadline <-chan time.Time
+	var w *fetchWait
+	defer func() {
+		if w != nil {
+			b.releaseFetchWait(w)
+		}
+	}()
 	defer b.countServed(out)
 	for {
 		total, answerNow := b.readOnce(ctx, req, maxBytes, out)
 		if total >= minBytes || answerNow || req.MaxWait <= 0 || len(req.Partitions) == 0 || ctx.Err() != nil {
 			return
 		}
-		if wake == nil {
+		if w == nil {
 			// Register, then read again: an append that landed between
 			// the first read and the registration is seen by the read.
 			// A single partition wakes the fetch only once enough bytes
 			// arrived since its read; with several, any append may
 			// complete the sum.
-			wake = make(chan struct{}, 1)
+			w = b.fetchWait(req.MaxWait)
 			for i, fp := range req.Partitions {
 				if p, _, err := fp.resolve(req.FollowerOK); err == nil {
 					wakeAt := p.log.AppendedBytes() + 1
 					if len(req.Partitions) == 1 && out[i].part == p {
 						wakeAt = out[i].appendedBefore + int64(minBytes-total)
 					}
-					p.addWaiter(wake, wakeAt)
-					defer p.removeWaiter(wake)
+					p.addWaiter(w.wake, wakeAt)
+					w.parts = append(w.parts, p)
 				}
 			}
-			timer := time.NewTimer(req.MaxWait)
-			defer timer.Stop()
-			deadline = timer.C
 			continue
 		}
 		// Like Kafka's DelayedFetch, count what arrives instead of
@@ -135,11 +137,11 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest, out []FetchResult
 	wait:
 		for {
 			select {
-			case <-wake:
+			case <-w.wake:
 				if total+arrivedSince(out) >= minBytes {
 					break wait
 				}
-			case <-deadline:
+			case <-w.timer.C:
 				b.readOnce(ctx, req, maxBytes, out)
 				return
 			case <-ctx.Done():
@@ -147,6 +149,41 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest, out []FetchResult
 			}
 		}
 	}
+}
+
+// fetchWait is what a waiting fetch needs: its wake-up channel, registered
+// with its partitions, and its max-wait timer. Tailing consumers wait on
+// nearly every fetch, so these are recycled rather than made each time.
+type fetchWait struct {
+	wake  chan struct{}
+	timer *time.Timer
+	parts []*Partition
+}
+
+func (b *Broker) fetchWait(maxWait time.Duration) *fetchWait {
+	w, ok := b.fetchWaits.Get().(*fetchWait)
+	if !ok {
+		w = &fetchWait{wake: make(chan struct{}, 1), timer: time.NewTimer(maxWait)}
+		return w
+	}
+	// Since Go 1.23 a stopped timer's channel holds no stale tick, and
+	// Reset starts it afresh.
+	w.timer.Reset(maxWait)
+	return w
+}
+
+func (b *Broker) releaseFetchWait(w *fetchWait) {
+	for _, p := range w.parts {
+		p.removeWaiter(w.wake)
+	}
+	clear(w.parts)
+	w.parts = w.parts[:0]
+	w.timer.Stop()
+	select { // a wake-up that came too late
+	case <-w.wake:
+	default:
+	}
+	b.fetchWaits.Put(w)
 }
 
 // arrivedSince is how many record bytes the fetched partitions' logs
@@ -225,7 +262,7 @@ func (b *Broker) readOnce(ctx context.Context, req *FetchRequest, maxBytes int32
 		}
 		r.shared = shared
 		if shared == nil {
-			r.budget = b.fetchMemory
+			r.owner = b
 		}
 		if len(data) > 0 {
 			r.Records = data

@@ -73,7 +73,12 @@ func (b *Broker) readBudgeted(ctx context.Context, p *Partition, offset int64, l
 		pool.Release(granted)
 		return nil, err
 	}
-	if n := int64(len(data)); n > granted {
+	if len(data) == 0 {
+		data = nil // nothing to hold, nothing to charge
+	}
+	// Charged by capacity: what the read allocated, a partial last batch
+	// it dropped included.
+	if n := int64(cap(data)); n > granted {
 		pool.Charge(n - granted)
 	} else {
 		pool.Release(granted - n)

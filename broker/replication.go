@@ -68,6 +68,11 @@ func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *
 		// size bounds what a partition's Raft log holds beyond its
 		// trailing entries; raft-wal preallocates each one.
 		LogSegmentSize: partitionRaftSegment,
+		// A partition's entries are produced batches of up to
+		// max.message.bytes; raft-wal keeps a write buffer as large as
+		// the most it ever stored at once, per partition, so fewer
+		// entries per write keep that memory per partition in check.
+		MaxAppendEntries: partitionMaxAppendEntries,
 	}
 	if cfg.SnapshotThreshold == 0 {
 		cfg.SnapshotThreshold = 1024
@@ -113,6 +118,13 @@ func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *
 
 // partitionRaftSegment is a partition group's raft-wal segment size.
 const partitionRaftSegment = 2 << 20
+
+// partitionMaxAppendEntries is how many entries a partition's Raft group
+// stores or sends at once: enough to group-commit the produce requests of
+// many concurrent producers, few enough that raft-wal's per-partition
+// write buffer stays tens of megabytes with 1 MiB batches (64, the
+// default, let it reach 128 MiB).
+const partitionMaxAppendEntries = 16
 
 // soloRaftTimeouts are the timers of a group with a single voter: it
 // elects itself after the heartbeat timeout and has nobody to compete

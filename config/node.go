@@ -55,6 +55,8 @@ type Node struct {
 	// GOMEMLIMIT does, which wins when set); 0 leaves the runtime's
 	// default. With the budgets above it bounds the process's memory.
 	MemoryLimitBytes int64 `koanf:"memory_limit_bytes"`
+	// AdminPprof serves Go's /debug/pprof profiles on the admin API.
+	AdminPprof bool `koanf:"admin_pprof"`
 
 	// RaftSnapshotEntries: a partition's Raft group snapshots (fsyncs
 	// its log and writes a checkpoint) once this many entries arrived

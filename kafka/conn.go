@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -22,6 +23,12 @@ import (
 // idleTimeout is Kafka's connections.max.idle.ms: a connection that sends
 // nothing for this long, or trickles a frame slower than this, is closed.
 const idleTimeout = 10 * time.Minute
+
+// readBufferBytes is a connection's socket read buffer: room for a few
+// small pipelined requests. Bytes in it are read before the request pool
+// is asked for them, so the pool may be exceeded by this much per
+// connection.
+const readBufferBytes = 4 << 10
 
 // minHeaderSize is api key, api version and correlation id.
 const minHeaderSize = 8
@@ -107,10 +114,14 @@ func (c *clientConn) serve() {
 // or an HTTP request sent to the Kafka port ends.
 func (c *clientConn) readLoop() {
 	defer close(c.frames)
+	// Buffered, so that a small request (a fetch, a heartbeat) and its
+	// size prefix cost one read from the socket, not two; large frames
+	// are read straight into their own buffer.
+	r := bufio.NewReaderSize(c.nc, readBufferBytes)
 	var size [4]byte
 	for {
 		c.nc.SetReadDeadline(time.Now().Add(idleTimeout))
-		if _, err := io.ReadFull(c.nc, size[:]); err != nil {
+		if _, err := io.ReadFull(r, size[:]); err != nil {
 			return
 		}
 		n := int32(binary.BigEndian.Uint32(size[:]))
@@ -130,7 +141,7 @@ func (c *clientConn) readLoop() {
 			return
 		}
 		frame := c.s.frames.get(int(n))
-		if _, err := io.ReadFull(c.nc, frame); err != nil {
+		if _, err := io.ReadFull(r, frame); err != nil {
 			c.s.pool.Release(int64(n))
 			return
 		}

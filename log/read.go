@@ -57,11 +57,21 @@ func staleErr(what string, offset int64) error {
 
 // Read returns whole batches starting with the one containing offset and
 // ending before upTo (the high watermark, on a batch boundary). The result
-// is a fresh buffer the caller owns. Reads never span segments, like Kafka.
+// is a fresh buffer the caller owns; its capacity is the buffer's size,
+// which may exceed what it holds. Reads never span segments, like Kafka.
 // A read that overlaps a TruncateTo or Reset starts over on the new log.
 func (l *Log) Read(offset int64, maxBytes int, mode ReadMode, upTo int64) ([]byte, error) {
+	return l.ReadWith(offset, maxBytes, mode, upTo, nil)
+}
+
+// ReadWith is Read into a buffer from alloc (which returns a slice of
+// length n; nil means make), for callers that recycle their buffers.
+func (l *Log) ReadWith(offset int64, maxBytes int, mode ReadMode, upTo int64, alloc func(n int) []byte) ([]byte, error) {
+	if alloc == nil {
+		alloc = func(n int) []byte { return make([]byte, n) }
+	}
 	for range maxReadAttempts {
-		b, err := l.read(offset, maxBytes, mode, upTo)
+		b, err := l.read(offset, maxBytes, mode, upTo, alloc)
 		if err != errStale {
 			return b, err
 		}
@@ -69,7 +79,7 @@ func (l *Log) Read(offset int64, maxBytes int, mode ReadMode, upTo int64) ([]byt
 	return nil, staleErr("read", offset)
 }
 
-func (l *Log) read(offset int64, maxBytes int, mode ReadMode, upTo int64) ([]byte, error) {
+func (l *Log) read(offset int64, maxBytes int, mode ReadMode, upTo int64, alloc func(int) []byte) ([]byte, error) {
 	l.mu.RLock()
 	if err := l.checkRange(offset); err != nil {
 		l.mu.RUnlock()
@@ -130,7 +140,7 @@ func (l *Log) read(offset int64, maxBytes int, mode ReadMode, upTo int64) ([]byt
 		n = int64(first.Size())
 	}
 	n = min(n, limit-firstPos)
-	out := make([]byte, n)
+	out := alloc(int(n))
 	// The scan chunk usually already holds the start of the range; copy it
 	// and read only the rest, so a typical fetch costs two syscalls.
 	copied := 0
@@ -156,7 +166,9 @@ func (l *Log) read(offset int64, maxBytes int, mode ReadMode, upTo int64) ([]byt
 		}
 		end += size
 	}
-	return out[:end:end], nil
+	// The capacity stays the buffer's: callers that account for memory
+	// (the fetch budget) charge what was allocated, not what was kept.
+	return out[:end], nil
 }
 
 // Batches calls fn for each batch header from the batch containing from

@@ -59,6 +59,11 @@ type Config struct {
 	SnapshotInterval  time.Duration
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
+	// MaxAppendEntries passes through to hashicorp/raft (default 64): the
+	// most entries stored (and sent to a follower) at once. raft-wal's
+	// write buffer grows to the largest such group and keeps that size,
+	// so with large entries it bounds a group's memory.
+	MaxAppendEntries int
 	// NoSnapshotRestoreOnStart: the FSM recovers from its own files and
 	// Raft does not call Restore at start (for FSMs that are durable logs).
 	NoSnapshotRestoreOnStart bool
@@ -130,6 +135,9 @@ func (c *Config) raftConfig() (*hraft.Config, error) {
 	}
 	if c.TrailingLogs > 0 {
 		rc.TrailingLogs = c.TrailingLogs
+	}
+	if c.MaxAppendEntries > 0 {
+		rc.MaxAppendEntries = c.MaxAppendEntries
 	}
 	rc.NoSnapshotRestoreOnStart = c.NoSnapshotRestoreOnStart
 	if err := hraft.ValidateConfig(rc); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"net/http/pprof"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -27,6 +28,13 @@ func adminHandler(b *broker.Broker, reg *prometheus.Registry) http.Handler {
 	registerClusterConfig(mux, b)
 	registerFeatures(mux, b)
 	mux.HandleFunc("/v1/brokers", getOnly(listBrokers(b)))
+	if b.Node().AdminPprof {
+		// Profiles for diagnosing CPU and memory; off by default, since
+		// the admin API has no authentication yet.
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return mux
 }
 
