@@ -1,0 +1,134 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weir-broker/weir/log/logtest"
+)
+
+func openBudgetBroker(t *testing.T, budget int64) *Broker {
+	t.Helper()
+	node := testNode(t.TempDir())
+	node.FetchMemoryBudgetBytes = budget
+	b, err := Open(Options{Node: node, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// TestFetchBudgetChargedOncePerCoalescedRead: N fetches holding the same
+// coalesced read hold its bytes in the budget once; without coalescing
+// each holds its own. Every byte comes back on release.
+func TestFetchBudgetChargedOncePerCoalescedRead(t *testing.T) {
+	for _, coalesce := range []bool{true, false} {
+		t.Run(fmt.Sprintf("coalescing=%v", coalesce), func(t *testing.T) {
+			b := openBudgetBroker(t, 64<<20)
+			if err := b.AlterClusterProperties([]PropertyChange{{Name: coalescingProperty, Value: fmt.Sprint(coalesce)}}, false); err != nil {
+				t.Fatal(err)
+			}
+			tp := mustCreate(t, b, "once", 1, nil)
+			for range 4 {
+				produceBatch(t, b, "once", 0, logtest.Batch{Records: 16, ValueSize: 1000})
+			}
+			const n = 16
+			outs := make([][]FetchResult, n)
+			var wg sync.WaitGroup
+			for i := range outs {
+				outs[i] = make([]FetchResult, 1)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					b.Fetch(context.Background(), &FetchRequest{MaxBytes: 1 << 20, MinBytes: 1, MaxWait: time.Second,
+						Partitions: []FetchPartition{{Topic: tp, Partition: 0, MaxBytes: 1 << 20, LeaderEpoch: -1}}}, outs[i])
+				}()
+			}
+			wg.Wait()
+			one := int64(cap(outs[0][0].Records))
+			if one == 0 {
+				t.Fatal("the fetch returned nothing")
+			}
+			want := one
+			if !coalesce {
+				want = n * one
+			}
+			if used := b.FetchMemoryStats().Used; used != want {
+				t.Fatalf("%d fetches hold %d bytes of the budget, want %d (one read is %d)", n, used, want, one)
+			}
+			for _, out := range outs {
+				out[0].Release()
+			}
+			if used := b.FetchMemoryStats().Used; used != 0 {
+				t.Fatalf("%d bytes still charged after every release", used)
+			}
+		})
+	}
+}
+
+// TestFetchBudgetShort: while the budget is held, a strict read gets what
+// is free (here nothing), and an obligatory read waits briefly and then
+// takes its first batch anyway, past the budget, so consumers progress.
+func TestFetchBudgetShort(t *testing.T) {
+	const budget = 1 << 20
+	b := openBudgetBroker(t, budget)
+	tp := mustCreate(t, b, "short", 2, nil)
+	batch := logtest.Batch{Records: 4, ValueSize: 100 << 10} // ~400 KiB
+	for p := int32(0); p < 2; p++ {
+		for range 3 {
+			produceBatch(t, b, "short", p, batch)
+		}
+	}
+	req := func() *FetchRequest {
+		return &FetchRequest{MaxBytes: 8 << 20, MinBytes: 1, MaxWait: time.Second, Partitions: []FetchPartition{
+			{Topic: tp, Partition: 0, MaxBytes: 8 << 20, LeaderEpoch: -1},
+			{Topic: tp, Partition: 1, MaxBytes: 8 << 20, LeaderEpoch: -1},
+		}}
+	}
+	// Hold most of the budget, as responses stuck on slow sockets would.
+	held := b.fetchMemory.TryAcquireUpTo(budget)
+	if held != budget {
+		t.Fatalf("held %d", held)
+	}
+	out := make([]FetchResult, 2)
+	start := time.Now()
+	b.Fetch(context.Background(), req(), out)
+	waited := time.Since(start)
+	if waited < fetchMemoryWait/2 {
+		t.Errorf("an obligatory read on a spent budget answered after %v, without waiting", waited)
+	}
+	if got, want := len(out[0].Records), len(batch.Encode()); got != want {
+		t.Fatalf("partition 0: %d bytes, want exactly its first batch (%d)", got, want)
+	}
+	if len(out[1].Records) != 0 {
+		t.Fatalf("partition 1: %d bytes from a spent budget, want none", len(out[1].Records))
+	}
+	s := b.FetchMemoryStats()
+	if s.Overdraw == 0 || s.Waits == 0 || s.Trimmed == 0 {
+		t.Fatalf("stats %+v: want an overdraft, a wait and trimmed reads", s)
+	}
+	for i := range out {
+		out[i].Release()
+	}
+	b.fetchMemory.Release(held)
+
+	// With the budget free again the response holds what the budget
+	// does: two of partition 0's three batches (not three: 1.2 MB), and
+	// nothing of partition 1 (what is left is less than a batch).
+	b.Fetch(context.Background(), req(), out)
+	for p, want := range []int{2 * len(batch.Encode()), 0} {
+		if got := len(out[p].Records); got != want {
+			t.Fatalf("partition %d: %d bytes with a free 1 MiB budget, want %d", p, got, want)
+		}
+		out[p].Release()
+	}
+	if used := b.FetchMemoryStats().Used; used != 0 {
+		t.Fatalf("%d bytes still charged", used)
+	}
+}
