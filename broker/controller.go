@@ -182,10 +182,25 @@ func (b *Broker) register() error {
 		}
 		b.logger.Info("created new cluster", "cluster_id", c.state.View().ClusterID(), "data_dir", b.node.DataDir)
 	}
-	res, err := b.propose(controller.RegisterBroker{
+	reg := controller.RegisterBroker{
 		NodeID: b.node.NodeID, Incarnation: c.incarnation, KafkaAddr: b.node.AdvertisedKafkaAddr,
 		RPCAddr: b.node.RPCAddr, Rack: b.node.Rack, AdminAddr: b.node.AdminAddr,
-	})
+	}
+	// Registering again is harmless (the same incarnation keeps its
+	// epoch), so a controller that lost leadership mid-proposal (outcome
+	// unknown) or has none yet is retried, as a restarting broker meets
+	// while the cluster elects.
+	deadline = time.Now().Add(joinTimeout)
+	res, err := b.propose(reg)
+	for err != nil && errors.Is(err, kerr.NotController) && time.Now().Before(deadline) {
+		b.logger.Info("registering again: no controller took the registration", "err", err)
+		select {
+		case <-time.After(200 * time.Millisecond):
+		case <-b.stop:
+			return fmt.Errorf("register broker %d: %w", b.node.NodeID, err)
+		}
+		res, err = b.propose(reg)
+	}
 	if err != nil {
 		return fmt.Errorf("register broker %d: %w", b.node.NodeID, err)
 	}

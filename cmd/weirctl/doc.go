@@ -14,12 +14,13 @@
 //	weirctl topic describe NAME
 //	weirctl topic delete NAME...
 //	weirctl produce TOPIC [-k key] [-p partition] [--value V] [--compression C] [--acks A]
-//	weirctl consume TOPIC [-g group] [-o start|end|OFFSET] [-n count] [--isolation L]
+//	weirctl consume TOPIC [-g group] [-o start|end|OFFSET] [-n count] [--isolation L] [--buffer-memory SIZE]
 //	weirctl bench produce TOPIC --records N [--record-size B] [--partitions P] ...
 //	weirctl bench consume TOPIC --records N [--consumers C] ...
 //	weirctl bench fanout TOPIC --mode preload|tail --consumers N [--coalescing on|off|both] ...
+//	weirctl bench memory TOPIC [--consumers N] [--backlog-bytes B] [--stalled S] ...
 //	weirctl cluster info
-//	weirctl cluster health          (exit 1 when unhealthy)
+//	weirctl cluster health [--memory-sample D]  (exit 1 when unhealthy; memory waits are warnings)
 //	weirctl cluster config get [NAME...] | set NAME=VALUE... | status | export [-f F] [--all] | import -f F
 //	weirctl cluster license set KEY | set -f PATH|- | info
 //	weirctl cluster coalescer stats  (every broker's fetch read coalescer counters)
@@ -28,6 +29,9 @@
 //	weirctl group describe GROUP...
 //	weirctl group delete GROUP...
 //	weirctl group seek GROUP --to start|end|OFFSET|@TIMESTAMP_MS [--topics T,...] [--dry-run]
+//	weirctl acl user create USER --password P|--password-file F [--mechanism M] [--iterations N]
+//	weirctl acl user delete USER [--mechanism M]
+//	weirctl acl user list [USER...]
 //	weirctl completion bash|zsh|fish|powershell
 //
 // Global flags: --brokers (or WEIR_BROKERS), --format table|json|yaml, --timeout.

@@ -79,6 +79,7 @@ func newRootCommand(out io.Writer) *cobra.Command {
 		newTopicCommand(g),
 		newGroupCommand(g),
 		newClusterCommand(g),
+		newACLCommand(g),
 		newProduceCommand(g),
 		newConsumeCommand(g),
 		newBenchCommand(g),

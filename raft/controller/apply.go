@@ -140,6 +140,8 @@ func apply(opts *Options, cur *View, index uint64, e Entry) (*View, Result) {
 		r = t.reportLeader(c)
 	case AllocateProducerIDs:
 		r = t.allocateProducerIDs(c)
+	case AlterScramCredentials:
+		r = t.alterScramCredentials(c)
 	default:
 		r = Result{Err: errorf(kerr.UnsupportedVersion, "unknown command %T", e.Cmd)}
 	}

@@ -51,21 +51,24 @@ const (
 	CmdSetLicense           CommandType = 10
 	CmdReportLeader         CommandType = 11
 	CmdAllocateProducerIDs  CommandType = 12
+	// CmdAlterScramCredentials is in scram.go.
+	CmdAlterScramCredentials CommandType = 13
 )
 
 var commandNames = map[CommandType]string{
-	CmdInitCluster:          "InitCluster",
-	CmdRegisterBroker:       "RegisterBroker",
-	CmdHeartbeat:            "Heartbeat",
-	CmdUnregisterBroker:     "UnregisterBroker",
-	CmdCreateTopic:          "CreateTopic",
-	CmdDeleteTopic:          "DeleteTopic",
-	CmdCreatePartitions:     "CreatePartitions",
-	CmdAlterTopicConfig:     "AlterTopicConfig",
-	CmdSetClusterProperties: "SetClusterProperties",
-	CmdSetLicense:           "SetLicense",
-	CmdReportLeader:         "ReportLeader",
-	CmdAllocateProducerIDs:  "AllocateProducerIDs",
+	CmdInitCluster:           "InitCluster",
+	CmdRegisterBroker:        "RegisterBroker",
+	CmdHeartbeat:             "Heartbeat",
+	CmdUnregisterBroker:      "UnregisterBroker",
+	CmdCreateTopic:           "CreateTopic",
+	CmdDeleteTopic:           "DeleteTopic",
+	CmdCreatePartitions:      "CreatePartitions",
+	CmdAlterTopicConfig:      "AlterTopicConfig",
+	CmdSetClusterProperties:  "SetClusterProperties",
+	CmdSetLicense:            "SetLicense",
+	CmdReportLeader:          "ReportLeader",
+	CmdAllocateProducerIDs:   "AllocateProducerIDs",
+	CmdAlterScramCredentials: "AlterScramCredentials",
 }
 
 func (t CommandType) String() string {
@@ -81,6 +84,7 @@ var currentVersion = map[CommandType]uint8{
 	CmdInitCluster: 1, CmdRegisterBroker: 1, CmdHeartbeat: 1, CmdUnregisterBroker: 1,
 	CmdCreateTopic: 1, CmdDeleteTopic: 1, CmdCreatePartitions: 1, CmdAlterTopicConfig: 1,
 	CmdSetClusterProperties: 1, CmdSetLicense: 1, CmdReportLeader: 1, CmdAllocateProducerIDs: 1,
+	CmdAlterScramCredentials: 1,
 }
 
 // Command is one of the command structs of this file.
@@ -346,6 +350,8 @@ func decodeCommand(t CommandType, _ uint8, body []byte) (Command, error) {
 		return decodeBody[ReportLeader](body)
 	case CmdAllocateProducerIDs:
 		return decodeBody[AllocateProducerIDs](body)
+	case CmdAlterScramCredentials:
+		return decodeBody[AlterScramCredentials](body)
 	}
 	return nil, fmt.Errorf("%w: unknown command type %d", ErrUnsupportedVersion, t)
 }

@@ -22,6 +22,8 @@ func allCommands() []Command {
 		SetLicense{Blob: []byte{0, 1, 2, 255}},
 		ReportLeader{TopicID: topicID(1), Partition: 2, Leader: 3, LeaderEpoch: 4, Term: 5},
 		AllocateProducerIDs{NodeID: 1, Epoch: 2, Count: 1000},
+		AlterScramCredentials{Deletions: []ScramCredentialKey{{User: "bob", Mechanism: ScramSHA512}},
+			Upsertions: []ScramCredential{testScramCredential("alice", ScramSHA256)}},
 	}
 }
 

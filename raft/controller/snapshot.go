@@ -43,6 +43,8 @@ type snapshotV1 struct {
 	ConfigVersion  int64                `json:"config_version"`
 	License        License              `json:"license"`
 	NextProducerID int64                `json:"next_producer_id"`
+	// ScramCredentials, sorted by user and mechanism.
+	ScramCredentials []ScramCredential `json:"scram_credentials,omitempty"`
 }
 
 type snapshotProperty struct {
@@ -60,6 +62,7 @@ func (v *View) EncodeSnapshot(w io.Writer) error {
 		Brokers: v.Brokers(), Topics: make([]*Topic, 0, len(v.topics)),
 		Properties:    make([]snapshotProperty, 0, len(v.props)),
 		ConfigVersion: v.configVersion, License: v.license, NextProducerID: v.nextProducerID,
+		ScramCredentials: v.ScramCredentials(),
 	}
 	for _, n := range v.TopicNames() {
 		s.Topics = append(s.Topics, v.topics[n]) // read-only: marshalled, not kept
@@ -148,6 +151,21 @@ func decodeSnapshot(r io.Reader, timeoutView *View) (*View, error) {
 			return nil, fmt.Errorf("%w: property %q twice", ErrBadSnapshot, p.Name)
 		}
 		v.props[p.Name] = PropertyValue{Value: p.Value, Version: p.Version}
+	}
+	for _, c := range s.ScramCredentials {
+		if err := ValidateScramCredential(c); err != nil {
+			return nil, fmt.Errorf("%w: SCRAM credential of %q: %v", ErrBadSnapshot, c.User, err)
+		}
+		if _, dup := v.scram[c.User][c.Mechanism]; dup {
+			return nil, fmt.Errorf("%w: %s credential of %q twice", ErrBadSnapshot, c.Mechanism, c.User)
+		}
+		if v.scram == nil {
+			v.scram = map[string]map[string]ScramCredential{}
+		}
+		if v.scram[c.User] == nil {
+			v.scram[c.User] = map[string]ScramCredential{}
+		}
+		v.scram[c.User][c.Mechanism] = c
 	}
 	return v, nil
 }

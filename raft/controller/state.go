@@ -197,6 +197,9 @@ type View struct {
 	configVersion  int64
 	license        License
 	nextProducerID int64
+	// scram holds SCRAM credentials by user, then mechanism. Maps are
+	// copied on write: a View never changes once published.
+	scram map[string]map[string]ScramCredential
 }
 
 func emptyView(timeout time.Duration) *View {

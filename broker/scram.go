@@ -1,0 +1,48 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/weir-broker/weir/kafka/sasl"
+	"github.com/weir-broker/weir/raft/controller"
+)
+
+// ScramCredentials lists the cluster's SCRAM credentials, sorted by user
+// and mechanism.
+func (b *Broker) ScramCredentials() []controller.ScramCredential {
+	return b.ctrl.state.View().ScramCredentials()
+}
+
+// ScramCredential returns user's credential for mechanism, as the SASL
+// SCRAM exchange needs it.
+func (b *Broker) ScramCredential(user, mechanism string) (controller.ScramCredential, bool) {
+	return b.ctrl.state.View().ScramCredential(user, mechanism)
+}
+
+// AlterScramCredentials deletes and upserts credentials through the
+// controller, all or nothing; it returns once this broker has applied
+// the change.
+func (b *Broker) AlterScramCredentials(deletions []controller.ScramCredentialKey, upsertions []controller.ScramCredential) error {
+	_, err := b.propose(controller.AlterScramCredentials{Deletions: deletions, Upsertions: upsertions})
+	return err
+}
+
+// ScramCredentialFromSaltedPassword derives what the cluster stores from
+// what a client sends in AlterUserScramCredentials (KIP-554): the salted
+// password goes no further than this function.
+func ScramCredentialFromSaltedPassword(user, mechanism string, iterations int32, salt, saltedPassword []byte) (controller.ScramCredential, error) {
+	c, err := sasl.CredentialFromSaltedPassword(mechanism, saltedPassword, salt, int(iterations))
+	if err != nil {
+		code := kerr.UnacceptableCredential
+		if errors.Is(err, sasl.ErrUnknownMechanism) {
+			code = kerr.UnsupportedSaslMechanism
+		}
+		return controller.ScramCredential{}, fmt.Errorf("%w: %v", code, err)
+	}
+	cred := controller.ScramCredential{User: user, Mechanism: c.Mechanism, Iterations: iterations,
+		Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey}
+	return cred, controller.ValidateScramCredential(cred)
+}
