@@ -55,6 +55,11 @@ type Node struct {
 	// GOMEMLIMIT does, which wins when set); 0 leaves the runtime's
 	// default. With the budgets above it bounds the process's memory.
 	MemoryLimitBytes int64 `koanf:"memory_limit_bytes"`
+	// KafkaSASLMechanisms, when set, makes the Kafka listener
+	// SASL_PLAINTEXT: clients authenticate with one of these mechanisms
+	// (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) against the cluster's SCRAM
+	// credentials before anything else.
+	KafkaSASLMechanisms []string `koanf:"-"`
 	// AdminPprof serves Go's /debug/pprof profiles on the admin API.
 	AdminPprof bool `koanf:"admin_pprof"`
 
@@ -96,6 +101,8 @@ func DefaultNode() map[string]any {
 		"connection_max_unwritten_bytes":   32 << 20,
 		"connection_max_inflight_requests": 6,
 		"memory_limit_bytes":               0,
+		"admin_pprof":                      false,
+		"kafka_sasl_mechanisms":            "",
 		"raft_snapshot_entries":            1024,
 		"raft_trailing_entries":            512,
 		"fetch_coalescer_shards":           0,
@@ -197,6 +204,7 @@ func unmarshalNode(k *koanf.Koanf) (Node, error) {
 	// YAML gives cluster property values their own types (bool, int);
 	// properties are parsed by the registry, so keep their text.
 	n.Seeds = splitList(k.Get("seeds"))
+	n.KafkaSASLMechanisms = splitList(k.Get("kafka_sasl_mechanisms"))
 	n.Cluster = map[string]string{}
 	for key, v := range k.Cut("cluster").All() {
 		n.Cluster[key] = fmt.Sprint(v)
@@ -271,6 +279,11 @@ func (n Node) Validate() error {
 	}
 	if n.ConnectionMaxInflightRequests < 2 || n.ConnectionMaxInflightRequests > 1024 {
 		errs = append(errs, fmt.Errorf("connection_max_inflight_requests %d: want 2 to 1024", n.ConnectionMaxInflightRequests))
+	}
+	for _, m := range n.KafkaSASLMechanisms {
+		if m != MechanismPlain && m != MechanismSCRAMSHA256 && m != MechanismSCRAMSHA512 {
+			errs = append(errs, fmt.Errorf("kafka_sasl_mechanisms: unknown mechanism %q (want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", m))
+		}
 	}
 	if n.MemoryLimitBytes < 0 || n.MemoryLimitBytes > 0 && n.MemoryLimitBytes < 64<<20 {
 		errs = append(errs, fmt.Errorf("memory_limit_bytes %d: want 0 (runtime default) or at least 64 MiB", n.MemoryLimitBytes))

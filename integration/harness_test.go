@@ -46,7 +46,8 @@ func WithEnv(kv ...string) BrokerOption {
 // Broker options.
 
 type brokerSpec struct {
-	sets       []string // key=value
+	sets       []string  // key=value
+	pingOpts   []kgo.Opt // the readiness ping's client options (SASL credentials)
 	dataDir    string
 	nodeID     int
 	logLevel   string
@@ -326,7 +327,7 @@ func (b *Broker) waitReady(timeout time.Duration) error {
 		sleepCtx(ctx, 50*time.Millisecond)
 	}
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.KafkaAddr), kgo.RetryTimeout(time.Second))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.KafkaAddr), kgo.RetryTimeout(time.Second)}, b.spec.pingOpts...)...)
 	if err != nil {
 		return err
 	}

@@ -50,6 +50,10 @@ type clientConn struct {
 	fetchEnc  fetchEncoder
 	fetchReq  *kmsg.FetchRequest
 	fetchResp fetchResponse
+	sasl      saslConn
+	// closeAfterResponse closes the connection once the current
+	// response is written (a failed authentication).
+	closeAfterResponse bool
 	// writing is the pieces of the fetch response being written: a
 	// field, so that writev's consumption of them needs no allocation.
 	writing net.Buffers
@@ -210,6 +214,9 @@ func (c *clientConn) handle(frame []byte) (err error) {
 	if h.version < api.min || h.version > api.max {
 		return fmt.Errorf("%s v%d is outside the supported range v%d-v%d", api.name, h.version, api.min, api.max)
 	}
+	if c.s.saslRequired() && !c.sasl.authenticated && !allowedBeforeAuth(h.key) {
+		return fmt.Errorf("unexpected %s request before SASL authentication", api.name)
+	}
 	req := c.request(h.key)
 	req.SetVersion(h.version)
 	if req.IsFlexible() {
@@ -234,7 +241,13 @@ func (c *clientConn) handle(frame []byte) (err error) {
 		api.requests.Inc()
 		return nil
 	}
-	return c.write(h, resp, start, api)
+	if err := c.write(h, resp, start, api); err != nil {
+		return err
+	}
+	if c.closeAfterResponse {
+		return errors.New("SASL authentication failed")
+	}
+	return nil
 }
 
 // call runs a handler; a panic in it is a bug, logged with its stack,

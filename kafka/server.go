@@ -31,6 +31,10 @@ type Options struct {
 	// ConnectionMaxInflightRequests is how many requests a connection may
 	// have read and not yet answered (at least 2); 0 means 6.
 	ConnectionMaxInflightRequests int
+	// SASLMechanisms, when set, makes connections authenticate with one
+	// of them (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) before anything but
+	// ApiVersions.
+	SASLMechanisms []string
 	// AdvertisedAddr is the host:port clients are told to connect to.
 	AdvertisedAddr string
 	Logger         *slog.Logger
@@ -50,6 +54,8 @@ type Server struct {
 	metrics *metrics
 	pool    *memory.Pool // queued_max_request_bytes
 	frames  framePool
+	// saslDecoyKey keys the fake salts unknown SCRAM users are shown.
+	saslDecoyKey [32]byte
 
 	mu     sync.Mutex
 	ln     net.Listener
@@ -79,7 +85,7 @@ func NewServer(b *broker.Broker, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("advertised address %q: %w", opts.AdvertisedAddr, err)
 	}
 	s := &Server{broker: b, opts: opts, logger: opts.Logger, conns: map[*clientConn]struct{}{},
-		pool: memory.NewPool(opts.QueuedMaxRequestBytes)}
+		pool: memory.NewPool(opts.QueuedMaxRequestBytes), saslDecoyKey: newDecoyKey()}
 	m, err := newMetrics(opts.Registerer, b, s.pool)
 	if err != nil {
 		return nil, err

@@ -61,6 +61,7 @@ func run(args []string) error {
 		QueuedMaxRequestBytes:         node.QueuedMaxRequestBytes,
 		ConnectionMaxUnwrittenBytes:   node.ConnectionMaxUnwrittenBytes,
 		ConnectionMaxInflightRequests: node.ConnectionMaxInflightRequests,
+		SASLMechanisms:                node.KafkaSASLMechanisms,
 		AdvertisedAddr:                node.AdvertisedKafkaAddr,
 		Logger:                        logger,
 		Registerer:                    metricsRegisterer(b, reg),

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -129,7 +130,10 @@ func (s *ScramServer) final(msg []byte) ([]byte, error) {
 	if cf.channelBinding != base64.StdEncoding.EncodeToString([]byte(s.gs2Header)) {
 		return serverError(errChannelBindings), fmt.Errorf("%w: SCRAM channel binding %q does not match the GS2 header", ErrAuthenticationFailed, cf.channelBinding)
 	}
-	if cf.nonce != s.nonce {
+	// Kafka's rule: the nonce must end with the one the server sent.
+	// librdkafka sends its own nonce again in front of it; the proof,
+	// computed over the message as sent, still binds the nonce.
+	if !strings.HasSuffix(cf.nonce, s.nonce) {
 		return serverError(errOtherError), fmt.Errorf("%w: SCRAM nonce is not the one the server sent", ErrAuthenticationFailed)
 	}
 	authMessage := []byte(s.authPrefix + cf.withoutProof)

@@ -254,7 +254,23 @@ public final class Main {
         p.put(AdminClientConfig.CLIENT_ID_CONFIG, "weir-java-compat-admin");
         p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000");
         p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
-        return Admin.create(p);
+        return Admin.create(withClientOverrides(p));
+    }
+
+    /**
+     * Every -Dweir.client.NAME=VALUE system property becomes client config
+     * NAME=VALUE, so that one scenario runs with security settings
+     * (security.protocol, sasl.mechanism, sasl.jaas.config, ...) as users
+     * write them.
+     */
+    static Properties withClientOverrides(Properties p) {
+        String prefix = "weir.client.";
+        for (String name : System.getProperties().stringPropertyNames()) {
+            if (name.startsWith(prefix)) {
+                p.put(name.substring(prefix.length()), System.getProperty(name));
+            }
+        }
+        return p;
     }
 
     /** A producer with the client's defaults (idempotent, acks=all) except compression and bounds. */
@@ -268,7 +284,7 @@ public final class Main {
         p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "30000");
         p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000");
         p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "60000");
-        return new KafkaProducer<>(p);
+        return new KafkaProducer<>(withClientOverrides(p));
     }
 
     /** A consumer without a group: no group.id, no auto commit. */
@@ -284,7 +300,7 @@ public final class Main {
         p.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000");
         p.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
         p.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, "200");
-        return new KafkaConsumer<>(p);
+        return new KafkaConsumer<>(withClientOverrides(p));
     }
 
     /**
