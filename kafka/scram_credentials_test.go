@@ -3,13 +3,11 @@ package kafka
 import (
 	"context"
 	"errors"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -23,15 +21,7 @@ import (
 // raw requests for what kadm refuses client-side.
 func TestScramCredentialAPIs(t *testing.T) {
 	_, b, addr := startServer(t)
-	// The server advertises a fixed address; every connection goes to
-	// the real one.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.Dialer(func(ctx context.Context, network, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, network, addr)
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := loopbackClient(t, addr)
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -138,28 +128,15 @@ func TestScramCredentialAPIs(t *testing.T) {
 // with franz-go's SCRAM client against the SASL server reading the stored
 // credential, for both mechanisms; a wrong password does not.
 func TestStoredScramCredentialsAuthenticate(t *testing.T) {
-	_, b, addr := startServer(t)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.Dialer(func(ctx context.Context, network, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, network, addr)
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	s, _, addr := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	altered, err := kadm.NewClient(cl).AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
+	altered, err := kadm.NewClient(loopbackClient(t, addr)).AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
 		{User: "alice", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "alice-secret"},
 		{User: "alice", Mechanism: kadm.ScramSha512, Iterations: 8192, Password: "alice-secret"},
 	})
 	if err != nil || altered.Error() != nil {
 		t.Fatalf("upserting: %v %v", err, altered.Error())
-	}
-	lookup := func(mechanism string) func(string) (sasl.Credential, bool) {
-		return func(user string) (sasl.Credential, bool) {
-			c, ok := b.ScramCredential(user, mechanism)
-			return sasl.Credential{Mechanism: c.Mechanism, Salt: c.Salt, Iterations: int(c.Iterations), StoredKey: c.StoredKey, ServerKey: c.ServerKey}, ok
-		}
 	}
 	for _, tc := range []struct {
 		mechanism string
@@ -169,7 +146,7 @@ func TestStoredScramCredentialsAuthenticate(t *testing.T) {
 		{controller.ScramSHA512, func(a scram.Auth) kgosasl.Mechanism { return a.AsSha512Mechanism() }},
 	} {
 		for password, wantOK := range map[string]bool{"alice-secret": true, "wrong": false} {
-			srv, err := sasl.NewScramServer(tc.mechanism, lookup(tc.mechanism), nil)
+			srv, err := sasl.NewScramServer(tc.mechanism, s.scramLookup(tc.mechanism), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
