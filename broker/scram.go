@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"crypto/subtle"
 	"errors"
 	"fmt"
 
@@ -45,4 +46,20 @@ func ScramCredentialFromSaltedPassword(user, mechanism string, iterations int32,
 	cred := controller.ScramCredential{User: user, Mechanism: c.Mechanism, Iterations: iterations,
 		Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey}
 	return cred, controller.ValidateScramCredential(cred)
+}
+
+// VerifyPassword checks a user's password against the user's SCRAM
+// credential (SCRAM-SHA-512 first): derived with the stored salt and
+// iterations, the keys must match. SASL PLAIN and the admin API's basic
+// authentication share it, so one set of users serves every entry point.
+func (b *Broker) VerifyPassword(user, password string) bool {
+	for _, mech := range []string{controller.ScramSHA512, controller.ScramSHA256} {
+		stored, ok := b.ScramCredential(user, mech)
+		if !ok {
+			continue
+		}
+		derived, err := sasl.NewCredential(mech, password, stored.Salt, int(stored.Iterations))
+		return err == nil && subtle.ConstantTimeCompare(derived.StoredKey, stored.StoredKey) == 1
+	}
+	return false
 }

@@ -122,6 +122,12 @@ func NewRegistry() *Registry {
 			Description: "Move each partition's leadership back to its preferred replica (the first of its replicas) once that replica is in sync again."},
 		{Name: "kafka_fetch_read_coalescing_enabled", Kind: KindBool, Default: "false", Enterprise: true,
 			Description: "Serve concurrent fetches of the same partition, offset and settings from one read and one serialised result (enterprise)."},
+		{Name: "kafka_enable_authorization", Kind: KindBool, Default: "false",
+			Description: "Authorise every Kafka request against the ACLs (Kafka's StandardAuthorizer with allow.everyone.if.no.acl.found=false): a principal may do only what an ACL allows and no ACL denies, unless it is a superuser."},
+		{Name: "superusers", Kind: KindString, Default: "",
+			Description: "Comma-separated principals allowed everything, on the Kafka and admin APIs (Kafka's super.users): User:alice, or just alice for a SASL user."},
+		{Name: "admin_api_require_auth", Kind: KindBool, Default: "false",
+			Description: "Require the admin HTTP API's callers to authenticate (HTTP basic auth against the SCRAM users, or a verified client certificate); changes need a superuser."},
 		{Name: "disable_metrics", Kind: KindBool, Default: "false", NeedsRestart: true,
 			Description: "Do not serve Prometheus metrics."},
 	} {

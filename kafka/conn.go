@@ -51,6 +51,9 @@ type clientConn struct {
 	fetchReq  *kmsg.FetchRequest
 	fetchResp fetchResponse
 	sasl      saslConn
+	// tlsPrincipal is "User:" and the verified client certificate's
+	// subject (RFC 2253, as Kafka prints it), on a TLS listener.
+	tlsPrincipal string
 	// closeAfterResponse closes the connection once the current
 	// response is written (a failed authentication).
 	closeAfterResponse bool

@@ -27,7 +27,6 @@ package kafka
 
 import (
 	"crypto/rand"
-	"crypto/subtle"
 	"fmt"
 	"slices"
 	"time"
@@ -36,7 +35,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/kafka/sasl"
-	"github.com/weir-broker/weir/raft/controller"
 )
 
 const (
@@ -117,7 +115,7 @@ func (s *Server) handleSaslAuthenticate(c *clientConn, kreq kmsg.Request) (kmsg.
 // the cluster's SCRAM credentials.
 func (s *Server) newSASLServer(mechanism string) (sasl.Server, error) {
 	if mechanism == sasl.MechanismPlain {
-		return sasl.NewPlainServer(s.verifyPlain), nil
+		return sasl.NewPlainServer(s.broker.VerifyPassword), nil
 	}
 	return sasl.NewScramServer(mechanism, s.scramLookup(mechanism), nil, sasl.WithDecoyKey(s.saslDecoyKey[:]))
 }
@@ -130,21 +128,6 @@ func (s *Server) scramLookup(mechanism string) func(string) (sasl.Credential, bo
 		}
 		return sasl.Credential{Mechanism: c.Mechanism, Salt: c.Salt, Iterations: int(c.Iterations), StoredKey: c.StoredKey, ServerKey: c.ServerKey}, true
 	}
-}
-
-// verifyPlain checks a PLAIN password against the user's SCRAM
-// credential: derived with the stored salt and iterations, the keys must
-// match.
-func (s *Server) verifyPlain(user, password string) bool {
-	for _, mech := range []string{controller.ScramSHA512, controller.ScramSHA256} {
-		stored, ok := s.broker.ScramCredential(user, mech)
-		if !ok {
-			continue
-		}
-		derived, err := sasl.NewCredential(mech, password, stored.Salt, int(stored.Iterations))
-		return err == nil && subtle.ConstantTimeCompare(derived.StoredKey, stored.StoredKey) == 1
-	}
-	return false
 }
 
 // newDecoyKey keys the salts an unknown SCRAM user is shown, so they
