@@ -248,25 +248,30 @@ func TestReplicationWipedReplicaCatchesUp(t *testing.T) {
 	p.produceSync(perPhase)
 	t.Logf("%d more batches acknowledged with node %d down in %v", perPhase, victim.NodeID, time.Since(start).Round(10*time.Millisecond))
 
-	// The returning replica must need a snapshot: wait until the leader
-	// has one past everything produced so far, so that (16 entries kept
-	// behind it) its Raft log no longer starts at the beginning. The
-	// leader compares its log with raft_snapshot_entries only at
-	// hashicorp/raft's SnapshotInterval ticks (30 s, randomised to 30-60 s
-	// from the group's start), hence the long bound.
-	leaderGroup := partitionGroupDir(leader, id, 0)
-	var snaps []uint64
-	pollUntil(t, 75*time.Second, fmt.Sprintf("leader node %d snapshotting %s/0 (%s)", leaderID, topic, leaderGroup), func() error {
-		var err error
-		if snaps, err = raftSnapshots(leaderGroup); err != nil {
-			return err
-		}
-		if len(snaps) == 0 || snaps[len(snaps)-1] < 2*perPhase {
-			return fmt.Errorf("snapshots at Raft indexes %v; want one at index %d or later", snaps, 2*perPhase)
-		}
-		return nil
-	})
-	t.Logf("leader node %d has snapshots at Raft indexes %v, %v after the topic was created", leaderID, snaps, time.Since(created).Round(10*time.Millisecond))
+	// The returning replica must need a snapshot: wait until every live
+	// replica has one past everything produced so far, so that (16
+	// entries kept behind it) its Raft log no longer starts at the
+	// beginning — whichever of them leads when the wiped replica returns
+	// (leadership may move meanwhile) cannot replay the log from the
+	// start. Replicas compare their logs with raft_snapshot_entries only
+	// at hashicorp/raft's SnapshotInterval ticks (30 s, randomised to
+	// 30-60 s from the group's start), hence the long bound.
+	snaps := map[int][]uint64{}
+	for _, b := range without(bs, int32(victim.NodeID)) {
+		dir := partitionGroupDir(b, id, 0)
+		pollUntil(t, 75*time.Second, fmt.Sprintf("node %d snapshotting %s/0 (%s)", b.NodeID, topic, dir), func() error {
+			got, err := raftSnapshots(dir)
+			if err != nil {
+				return err
+			}
+			if len(got) == 0 || got[len(got)-1] < 2*perPhase {
+				return fmt.Errorf("snapshots at Raft indexes %v; want one at index %d or later", got, 2*perPhase)
+			}
+			snaps[b.NodeID] = got
+			return nil
+		})
+	}
+	t.Logf("live replicas' snapshots at Raft indexes %v, %v after the topic was created", snaps, time.Since(created).Round(10*time.Millisecond))
 
 	restarted := time.Now()
 	startWiped(t, victim, 40*time.Second)
