@@ -9,6 +9,9 @@
 #   make bench-fanout  fetch read coalescing off vs on: 64 consumers tailing, preloaded, and 1
 #   make bench-memory  broker memory with the fetch memory budget on vs off: 200 consumers fetching a 2 GiB backlog at once
 #   make compat  franz-go's kgo integration suite against a fresh weir
+#   make chaos   fault injection on a 3-broker cluster, then every replica checked (CHAOS_DURATION, CHAOS_SEED)
+#   make fuzz    every fuzz target, FUZZ_TIME each (default 30s)
+#   make soak    thousands of connections and hundreds of partitions for SOAK_DURATION (default 10m), growth verdict
 
 GO       ?= go
 BIN      := bin
@@ -17,7 +20,7 @@ BENCH_RECORDS ?= 500000
 BENCH_RECORD_SIZE ?= 1024
 BENCH_REPLICATION_RECORDS ?= 200000
 
-.PHONY: all build run cluster cluster-stop test unit integration bench bench-go bench-e2e bench-replication bench-fanout bench-memory compat compat-short lint fmt clean
+.PHONY: all build run cluster cluster-stop test unit integration bench bench-go bench-e2e bench-replication bench-fanout bench-memory compat compat-short chaos fuzz soak lint fmt clean
 
 all: build
 
@@ -87,6 +90,25 @@ compat:
 
 compat-short:
 	./.ci/compat.sh --short
+
+# The fault-injection suite with a long schedule (docs/reliability.md); a
+# 20 s schedule of it runs in make test.
+CHAOS_DURATION ?= 10m
+CHAOS_SEED ?=
+chaos:
+	./.ci/chaos.sh $(CHAOS_DURATION) $(CHAOS_SEED)
+
+# Every fuzz target in the module for FUZZ_TIME each, stopping at the first
+# crash; the committed seed corpora run in make test as plain tests.
+FUZZ_TIME ?= 30s
+fuzz:
+	./.ci/fuzz.sh $(FUZZ_TIME)
+
+# A soak run against a fresh broker: growth of RSS, goroutines and heap after
+# warm-up, and every record delivered.
+SOAK_DURATION ?= 10m
+soak:
+	./.ci/soak.sh $(SOAK_DURATION)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -67,6 +67,8 @@ type Broker struct {
 	logFS       log.FS
 
 	ctrl *controllerNode
+	// authz is the authorizer for the current ACLs (acl.go).
+	authz authorizerCache
 
 	// startProps holds the NeedsRestart properties' values as this
 	// process started with them (see ConfigStatus.Restart).

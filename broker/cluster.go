@@ -57,6 +57,9 @@ type leaderReply struct {
 	BrokerEpoch     uint64 `json:"broker_epoch,omitempty"`
 	FirstProducerID int64  `json:"first_producer_id,omitempty"`
 	ConfigVersion   int64  `json:"config_version,omitempty"`
+	// DeletedACLs is DeleteACLs' answer, which the proposer returns to
+	// its client.
+	DeletedACLs [][]controller.ACLBinding `json:"deleted_acls,omitempty"`
 }
 
 func (b *Broker) registerClusterServices(mux *raft.Mux, addr string) error {
@@ -141,7 +144,8 @@ func (b *Broker) handlePropose(ctx context.Context, data []byte) leaderReply {
 		return leaderReply{Code: kerr.NotController.Code, Message: err.Error()}
 	}
 	res, _ := resp.(controller.Result)
-	r := leaderReply{OK: true, Index: index, BrokerEpoch: res.BrokerEpoch, FirstProducerID: res.FirstProducerID, ConfigVersion: res.ConfigVersion}
+	r := leaderReply{OK: true, Index: index, BrokerEpoch: res.BrokerEpoch, FirstProducerID: res.FirstProducerID, ConfigVersion: res.ConfigVersion,
+		DeletedACLs: res.DeletedACLs}
 	if res.Err != nil {
 		r.Code, r.Message = controller.ErrorCode(res.Err), res.Err.Error()
 	}
@@ -174,7 +178,8 @@ func (b *Broker) applyCommand(ctx context.Context, data []byte) (controller.Resu
 					return controller.Result{}, 0, fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
 				}
 				if lr.OK {
-					res := controller.Result{Index: lr.Index, BrokerEpoch: lr.BrokerEpoch, FirstProducerID: lr.FirstProducerID, ConfigVersion: lr.ConfigVersion}
+					res := controller.Result{Index: lr.Index, BrokerEpoch: lr.BrokerEpoch, FirstProducerID: lr.FirstProducerID, ConfigVersion: lr.ConfigVersion,
+						DeletedACLs: lr.DeletedACLs}
 					if lr.Code != 0 {
 						res.Err = fmt.Errorf("%w: %s", kerr.ErrorForCode(lr.Code), lr.Message)
 					}
@@ -250,6 +255,7 @@ func nodeOrder(id string) int {
 // joinCluster asks the seeds (and the leader they name) to add this node.
 func (b *Broker) joinCluster(ctx context.Context, self raft.Server) error {
 	req, _ := json.Marshal(joinRequest{NodeID: b.node.NodeID, RPCAddr: self.Addr, Incarnation: b.ctrl.incarnation})
+	var refusedSince time.Time // first DUPLICATE_BROKER_REGISTRATION
 	for {
 		targets := append([]string(nil), b.node.Seeds...)
 		for len(targets) > 0 {
@@ -270,7 +276,14 @@ func (b *Broker) joinCluster(ctx context.Context, self raft.Server) error {
 				return nil
 			}
 			if lr.Code == kerr.DuplicateBrokerRegistration.Code {
-				return fmt.Errorf("%w: %s", kerr.DuplicateBrokerRegistration, lr.Message)
+				if refusedSince.IsZero() {
+					refusedSince = time.Now()
+					b.logger.Info("node id held by a live registration; retrying until it expires", "wait", duplicateRegistrationWait, "err", lr.Message)
+				}
+				if time.Since(refusedSince) > duplicateRegistrationWait {
+					return fmt.Errorf("%w: %s", kerr.DuplicateBrokerRegistration, lr.Message)
+				}
+				break
 			}
 			if lr.LeaderAddr != "" && lr.LeaderAddr != addr {
 				targets = append([]string{lr.LeaderAddr}, targets...)

@@ -15,6 +15,9 @@ type BrokerInfo struct {
 	Host   string
 	Port   int32
 	Rack   string
+	// listeners are every listener's address (see On); Host and Port
+	// are the first's.
+	listeners []controller.ListenerEndpoint
 }
 
 // PartitionInfo is one partition as Metadata shows it.
@@ -30,7 +33,7 @@ type PartitionInfo struct {
 func brokerInfo(r controller.BrokerRegistration) BrokerInfo {
 	host, portStr, _ := net.SplitHostPort(r.KafkaAddr)
 	port, _ := strconv.Atoi(portStr)
-	return BrokerInfo{NodeID: r.NodeID, Host: host, Port: int32(port), Rack: r.Rack}
+	return BrokerInfo{NodeID: r.NodeID, Host: host, Port: int32(port), Rack: r.Rack, listeners: r.Listeners}
 }
 
 // LiveBrokers lists the brokers whose registration is live, by node id.
@@ -46,6 +49,7 @@ func (b *Broker) LiveBrokers() []BrokerInfo {
 type ClusterBroker struct {
 	NodeID    int32
 	KafkaAddr string
+	Listeners []ListenerAddr
 	AdminAddr string
 	Rack      string
 	Alive     bool
@@ -57,7 +61,8 @@ func (b *Broker) ClusterBrokers() []ClusterBroker {
 	now := time.Now()
 	var out []ClusterBroker
 	for _, r := range v.Brokers() {
-		out = append(out, ClusterBroker{NodeID: r.NodeID, KafkaAddr: r.KafkaAddr, AdminAddr: r.AdminAddr, Rack: r.Rack, Alive: v.Live(r.NodeID, now)})
+		out = append(out, ClusterBroker{NodeID: r.NodeID, KafkaAddr: r.KafkaAddr, Listeners: listenerAddrs(r.Listeners),
+			AdminAddr: r.AdminAddr, Rack: r.Rack, Alive: v.Live(r.NodeID, now)})
 	}
 	return out
 }

@@ -153,6 +153,13 @@ func (c *controllerNode) awaitLeader(ctx context.Context) error {
 // must answer, or one already in a cluster must take this node.
 const joinTimeout = 60 * time.Second
 
+// duplicateRegistrationWait is how long a broker whose node id is held by
+// another incarnation keeps trying, as Kafka's brokers retry
+// DUPLICATE_BROKER_REGISTRATION: a predecessor killed with its data
+// directory replaced holds the id until its session expires, while a live
+// process with the same id renews it and is still there afterwards.
+const duplicateRegistrationWait = controller.DefaultBrokerSessionTimeout + 3*time.Second
+
 // register initialises a new cluster (id and the node config's initial
 // cluster properties), then registers this broker and starts its
 // heartbeats.
@@ -185,14 +192,17 @@ func (b *Broker) register() error {
 	reg := controller.RegisterBroker{
 		NodeID: b.node.NodeID, Incarnation: c.incarnation, KafkaAddr: b.node.AdvertisedKafkaAddr,
 		RPCAddr: b.node.RPCAddr, Rack: b.node.Rack, AdminAddr: b.node.AdminAddr,
+		Listeners: registeredListeners(b.node.Listeners),
 	}
 	// Registering again is harmless (the same incarnation keeps its
 	// epoch), so a controller that lost leadership mid-proposal (outcome
 	// unknown) or has none yet is retried, as a restarting broker meets
 	// while the cluster elects.
 	deadline = time.Now().Add(joinTimeout)
+	duplicateDeadline := time.Now().Add(duplicateRegistrationWait)
 	res, err := b.propose(reg)
-	for err != nil && errors.Is(err, kerr.NotController) && time.Now().Before(deadline) {
+	for err != nil && time.Now().Before(deadline) &&
+		(errors.Is(err, kerr.NotController) || errors.Is(err, kerr.DuplicateBrokerRegistration) && time.Now().Before(duplicateDeadline)) {
 		b.logger.Info("registering again: no controller took the registration", "err", err)
 		select {
 		case <-time.After(200 * time.Millisecond):

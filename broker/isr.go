@@ -30,6 +30,10 @@ import (
 const (
 	servicePartitionProgress = "partition.progress"
 	replicaProgressEvery     = time.Second
+	// promoteWithin is how recently a catching-up replica must have
+	// been caught up (see keepsUp) to get its vote back: a few progress
+	// reports.
+	promoteWithin = 3 * replicaProgressEvery
 	// leaderBalanceHoldoff keeps a new leader from handing leadership
 	// straight back while the cluster is still settling.
 	leaderBalanceHoldoff = 10 * time.Second
@@ -118,6 +122,18 @@ func (lt *leaderTracking) caughtUp(node int32, leaderEnd int64) bool {
 	defer lt.mu.Unlock()
 	f := lt.followers[node]
 	return f != nil && f.end >= leaderEnd
+}
+
+// keepsUp reports whether node was caught up within the last window: its
+// log reached the leader's end at a report in it, or at its latest report
+// reached what the leader had at the one before. Under steady producing
+// a follower is rarely level with the leader at the instant it reports,
+// yet one that keeps this close is only a report interval behind.
+func (lt *leaderTracking) keepsUp(node int32, now time.Time, window time.Duration) bool {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	f := lt.followers[node]
+	return f != nil && !f.caughtUpAt.IsZero() && now.Sub(f.caughtUpAt) <= window
 }
 
 // reportProgress sends each leader broker the log ends of this broker's
@@ -253,7 +269,7 @@ func (b *Broker) reportISR(p *Partition, cp controller.Partition, lagMax time.Du
 	if epoch < 0 {
 		return
 	}
-	isr := p.tracking.isr(b.node.NodeID, cp.Replicas, time.Now(), lagMax)
+	isr := withoutNonvoters(p, p.tracking.isr(b.node.NodeID, cp.Replicas, time.Now(), lagMax))
 	p.tracking.mu.Lock()
 	changed := !slices.Equal(isr, p.tracking.reportedISR)
 	p.tracking.mu.Unlock()
@@ -271,6 +287,26 @@ func (b *Broker) reportISR(p *Partition, cp controller.Partition, lagMax time.Du
 	p.tracking.reportedISR = isr
 	p.tracking.mu.Unlock()
 	b.logger.Info("in-sync replicas changed", "topic", p.topic.Name, "partition", p.Index, "isr", isr)
+}
+
+// withoutNonvoters drops from isr the replicas the partition's Raft group
+// holds as non-voters: a replica catching up from new data is not in
+// sync, however close it is, until it votes again — reporting it would
+// let Metadata promise a redundancy the group does not have.
+func withoutNonvoters(p *Partition, isr []int32) []int32 {
+	servers, err := p.group.Configuration()
+	if err != nil {
+		return isr
+	}
+	for _, s := range servers {
+		if s.Voter {
+			continue
+		}
+		if id, err := strconv.Atoi(s.ID); err == nil {
+			isr = slices.DeleteFunc(isr, func(r int32) bool { return r == int32(id) })
+		}
+	}
+	return isr
 }
 
 // maintainMembers keeps the group's configuration naming each replica's
@@ -311,7 +347,7 @@ func (b *Broker) maintainMembers(p *Partition, cp controller.Partition, v *contr
 		case s.Addr != want:
 			change = "updated a catching-up replica's address"
 			err = p.group.AddNonvoter(ctx, s.ID, want)
-		case !s.Voter && p.tracking.caughtUp(int32(id), p.HighWatermark()):
+		case !s.Voter && (p.tracking.caughtUp(int32(id), p.HighWatermark()) || p.tracking.keepsUp(int32(id), now, promoteWithin)):
 			change = "promoted a caught-up replica to voter"
 			err = p.group.AddVoter(ctx, s.ID, want)
 		}

@@ -55,6 +55,37 @@ func TestLeaderTrackingISR(t *testing.T) {
 	}
 }
 
+// A catching-up replica that follows a moving leader one report behind
+// keeps up, though it is never level at the instant it reports; one that
+// stalls stops keeping up once the window passes.
+func TestLeaderTrackingKeepsUp(t *testing.T) {
+	start := time.Unix(1000, 0)
+	var lt leaderTracking
+	lt.reset(start)
+	if lt.keepsUp(2, start, promoteWithin) {
+		t.Fatal("a replica never heard from keeps up")
+	}
+	now := start
+	for i := int64(1); i <= 5; i++ {
+		now = now.Add(time.Second)
+		lt.record(2, 100*(i-1), 100*i, now)
+	}
+	if lt.caughtUp(2, 500) {
+		t.Fatal("caughtUp: the replica was never level with the leader")
+	}
+	if !lt.keepsUp(2, now, promoteWithin) {
+		t.Fatal("a replica one report behind the leader does not keep up")
+	}
+	// It stalls at 400 while the leader goes on.
+	for i := 0; i < 4; i++ {
+		now = now.Add(time.Second)
+		lt.record(2, 400, 600+100*int64(i), now)
+	}
+	if lt.keepsUp(2, now, promoteWithin) {
+		t.Fatal("a stalled replica keeps up")
+	}
+}
+
 // readAll returns every byte of a partition's log.
 func readAll(t *testing.T, p *Partition) []byte {
 	t.Helper()

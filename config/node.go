@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/confmap"
@@ -60,8 +61,18 @@ type Node struct {
 	// (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) against the cluster's SCRAM
 	// credentials before anything else.
 	KafkaSASLMechanisms []string `koanf:"-"`
+	// Listeners are the node's Kafka listeners (see listeners_node.go):
+	// the listeners key of the config file, or one listener made of
+	// kafka_addr, advertised_kafka_addr and kafka_sasl_mechanisms.
+	Listeners []Listener `koanf:"-"`
+	// TLSReloadInterval is how often SSL and SASL_SSL listeners look for
+	// replaced certificate files; 0 means DefaultTLSReloadInterval.
+	TLSReloadInterval time.Duration `koanf:"tls_reload_interval"`
 	// AdminPprof serves Go's /debug/pprof profiles on the admin API.
 	AdminPprof bool `koanf:"admin_pprof"`
+	// AdminTLS, when set, serves the admin API over HTTPS (admin_tls:
+	// the keys of a listener's tls); see ParseAdminTLS.
+	AdminTLS *ListenerTLS `koanf:"-"`
 
 	// RaftSnapshotEntries: a partition's Raft group snapshots (fsyncs
 	// its log and writes a checkpoint) once this many entries arrived
@@ -88,7 +99,7 @@ func DefaultNode() map[string]any {
 	return map[string]any{
 		"node_id":                          0,
 		"data_dir":                         "./data",
-		"kafka_addr":                       "127.0.0.1:9092",
+		"kafka_addr":                       "", // DefaultKafkaAddr, unless listeners is set
 		"advertised_kafka_addr":            "",
 		"admin_addr":                       "127.0.0.1:9644",
 		"rpc_addr":                         "127.0.0.1:33145",
@@ -103,6 +114,7 @@ func DefaultNode() map[string]any {
 		"memory_limit_bytes":               0,
 		"admin_pprof":                      false,
 		"kafka_sasl_mechanisms":            "",
+		"tls_reload_interval":              DefaultTLSReloadInterval.String(),
 		"raft_snapshot_entries":            1024,
 		"raft_trailing_entries":            512,
 		"fetch_coalescer_shards":           0,
@@ -115,7 +127,7 @@ func nodeFlags() []nodeFlag {
 	return []nodeFlag{
 		{"node-id", "node_id", "broker id, unique in the cluster"},
 		{"data-dir", "data_dir", "directory holding this broker's data"},
-		{"kafka-addr", "kafka_addr", "Kafka listener address"},
+		{"kafka-addr", "kafka_addr", "Kafka listener address (default " + DefaultKafkaAddr + "; not with listeners)"},
 		{"advertised-kafka-addr", "advertised_kafka_addr", "Kafka address given to clients (empty: kafka-addr)"},
 		{"admin-addr", "admin_addr", "admin HTTP API address"},
 		{"rpc-addr", "rpc_addr", "internal RPC address"},
@@ -205,14 +217,21 @@ func unmarshalNode(k *koanf.Koanf) (Node, error) {
 	// properties are parsed by the registry, so keep their text.
 	n.Seeds = splitList(k.Get("seeds"))
 	n.KafkaSASLMechanisms = splitList(k.Get("kafka_sasl_mechanisms"))
+	listeners, err := ParseListeners(k.Get("listeners"))
+	if err != nil {
+		return Node{}, err
+	}
+	n.Listeners = listeners
+	adminTLS, err := ParseAdminTLS(k.Get(adminTLSKey))
+	if err != nil {
+		return Node{}, err
+	}
+	n.AdminTLS = adminTLS
 	n.Cluster = map[string]string{}
 	for key, v := range k.Cut("cluster").All() {
 		n.Cluster[key] = fmt.Sprint(v)
 	}
-	if n.AdvertisedKafkaAddr == "" {
-		n.AdvertisedKafkaAddr = n.KafkaAddr
-	}
-	return n, n.Validate()
+	return n, n.resolveListeners()
 }
 
 // splitList reads a list key given as a YAML list or as one
@@ -250,15 +269,14 @@ func (n Node) Validate() error {
 	if n.DataDir == "" {
 		errs = append(errs, errors.New("data_dir: must not be empty"))
 	}
-	for name, addr := range map[string]string{"kafka_addr": n.KafkaAddr, "advertised_kafka_addr": n.AdvertisedKafkaAddr, "admin_addr": n.AdminAddr, "rpc_addr": n.RPCAddr} {
+	for name, addr := range map[string]string{"admin_addr": n.AdminAddr, "rpc_addr": n.RPCAddr} {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: %w", name, addr, err))
 		}
 	}
-	if host, _, err := net.SplitHostPort(n.AdvertisedKafkaAddr); err == nil {
-		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-			errs = append(errs, fmt.Errorf("advertised_kafka_addr %q: clients cannot connect to an unspecified address; set the address they should use", n.AdvertisedKafkaAddr))
-		}
+	errs = append(errs, n.validateKafkaListeners()...)
+	if d := n.TLSReloadInterval; d < 0 || d > 0 && d < 100*time.Millisecond || d > 24*time.Hour {
+		errs = append(errs, fmt.Errorf("tls_reload_interval %v: want 100ms to 24h (0: %v)", d, DefaultTLSReloadInterval))
 	}
 	for _, seed := range n.Seeds {
 		if _, _, err := net.SplitHostPort(seed); err != nil {
@@ -280,13 +298,11 @@ func (n Node) Validate() error {
 	if n.ConnectionMaxInflightRequests < 2 || n.ConnectionMaxInflightRequests > 1024 {
 		errs = append(errs, fmt.Errorf("connection_max_inflight_requests %d: want 2 to 1024", n.ConnectionMaxInflightRequests))
 	}
-	for _, m := range n.KafkaSASLMechanisms {
-		if m != MechanismPlain && m != MechanismSCRAMSHA256 && m != MechanismSCRAMSHA512 {
-			errs = append(errs, fmt.Errorf("kafka_sasl_mechanisms: unknown mechanism %q (want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", m))
-		}
-	}
 	if n.MemoryLimitBytes < 0 || n.MemoryLimitBytes > 0 && n.MemoryLimitBytes < 64<<20 {
 		errs = append(errs, fmt.Errorf("memory_limit_bytes %d: want 0 (runtime default) or at least 64 MiB", n.MemoryLimitBytes))
+	}
+	if err := ValidateAdminTLS(n.AdminTLS); err != nil {
+		errs = append(errs, err)
 	}
 	if n.MaxRequestBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max_request_bytes %d: must be at least 1024", n.MaxRequestBytes))

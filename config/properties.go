@@ -125,7 +125,7 @@ func NewRegistry() *Registry {
 		{Name: "kafka_enable_authorization", Kind: KindBool, Default: "false",
 			Description: "Authorise every Kafka request against the ACLs (Kafka's StandardAuthorizer with allow.everyone.if.no.acl.found=false): a principal may do only what an ACL allows and no ACL denies, unless it is a superuser."},
 		{Name: "superusers", Kind: KindString, Default: "",
-			Description: "Comma-separated principals allowed everything, on the Kafka and admin APIs (Kafka's super.users): User:alice, or just alice for a SASL user."},
+			Description: "Principals allowed everything, on the Kafka and admin APIs (Kafka's super.users): User:alice, or just alice for a SASL user; separated by commas, or by semicolons as in Kafka (needed for certificate subjects such as User:CN=ops,O=acme)."},
 		{Name: "admin_api_require_auth", Kind: KindBool, Default: "false",
 			Description: "Require the admin HTTP API's callers to authenticate (HTTP basic auth against the SCRAM users, or a verified client certificate); changes need a superuser."},
 		{Name: "disable_metrics", Kind: KindBool, Default: "false", NeedsRestart: true,

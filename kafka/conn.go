@@ -36,7 +36,11 @@ const minHeaderSize = 8
 // clientConn is one client connection: a reader goroutine frames
 // requests, the serve goroutine answers them in order.
 type clientConn struct {
-	s      *Server
+	s        *Server
+	listener *Listener
+	// raw is the accepted connection; nc is the one requests are read
+	// from and answered on: raw, or TLS over it once startTLS is done.
+	raw    net.Conn
 	nc     net.Conn
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -60,30 +64,50 @@ type clientConn struct {
 	// writing is the pieces of the fetch response being written: a
 	// field, so that writev's consumption of them needs no allocation.
 	writing net.Buffers
+	// tlsWriter gathers a fetch response's pieces on a TLS connection.
+	tlsWriter *bufio.Writer
 }
 
+// newClientConn is a connection of the listener Options describes.
 func newClientConn(s *Server, nc net.Conn) *clientConn {
+	return newListenerConn(s, nc, s.optionsListener)
+}
+
+func newListenerConn(s *Server, nc net.Conn, l *Listener) *clientConn {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &clientConn{
-		s: s, nc: nc, ctx: ctx, cancel: cancel,
+		s: s, listener: l, raw: nc, nc: nc, ctx: ctx, cancel: cancel,
 		// In flight: the frame being handled, those queued, and the one
 		// the reader holds until there is room. Pipelining clients keep
 		// several requests in flight, and reading them ahead overlaps
 		// socket reads with handling.
 		frames: make(chan []byte, s.opts.ConnectionMaxInflightRequests-2),
-		logger: s.logger.With("remote", nc.RemoteAddr().String()),
+		logger: s.logger.With("remote", nc.RemoteAddr().String(), "listener", l.Name),
 	}
 }
 
+// close may run on any goroutine (Server.Close), so it closes raw, which
+// never changes; closing it ends TLS too, without a close_notify that
+// could wait on a stalled writer.
 func (c *clientConn) close() {
 	c.closeOnce.Do(func() {
 		c.cancel()
-		c.nc.Close()
+		c.raw.Close()
 	})
 }
 
 func (c *clientConn) serve() {
 	defer c.close()
+	if c.listener.TLS != nil {
+		if err := c.startTLS(); err != nil {
+			// Port scanners, plaintext clients and clients that do not
+			// trust the certificate all end here: one line each.
+			if c.ctx.Err() == nil {
+				c.logger.Info("closing connection: TLS handshake failed", "err", err)
+			}
+			return
+		}
+	}
 	go c.readLoop()
 	// Frames left unhandled when the connection ends give their bytes
 	// back too; closing first ends the reader, which closes frames.
@@ -129,12 +153,18 @@ func (c *clientConn) readLoop() {
 	for {
 		c.nc.SetReadDeadline(time.Now().Add(idleTimeout))
 		if _, err := io.ReadFull(r, size[:]); err != nil {
+			// The client closed (or went idle): end what its requests
+			// still wait on — a fetch long poll would otherwise hold the
+			// socket and its goroutines for the client's max_wait_ms —
+			// as Kafka closes a channel at end of stream.
+			c.close()
 			return
 		}
 		n := int32(binary.BigEndian.Uint32(size[:]))
 		if n < minHeaderSize || n > c.s.opts.MaxRequestBytes {
+			// Returning, not closing: the requests read before this
+			// one are answered first, as in Kafka, then serve closes.
 			c.logger.Warn("closing connection: request size out of bounds", "size", n, "max", c.s.opts.MaxRequestBytes)
-			c.close()
 			return
 		}
 		// Reserve the request's bytes before allocating them; while the
@@ -143,13 +173,13 @@ func (c *clientConn) readLoop() {
 		if err := c.s.pool.Acquire(c.ctx, int64(n)); err != nil {
 			if errors.Is(err, memory.ErrLargerThanPool) {
 				c.logger.Warn("closing connection: request larger than queued_max_request_bytes", "size", n, "err", err)
-				c.close()
 			}
 			return
 		}
 		frame := c.s.frames.get(int(n))
 		if _, err := io.ReadFull(r, frame); err != nil {
 			c.s.pool.Release(int64(n))
+			c.close()
 			return
 		}
 		c.s.metrics.bytesIn.Add(float64(4 + n))
@@ -217,7 +247,7 @@ func (c *clientConn) handle(frame []byte) (err error) {
 	if h.version < api.min || h.version > api.max {
 		return fmt.Errorf("%s v%d is outside the supported range v%d-v%d", api.name, h.version, api.min, api.max)
 	}
-	if c.s.saslRequired() && !c.sasl.authenticated && !allowedBeforeAuth(h.key) {
+	if c.saslRequired() && !c.sasl.authenticated && !allowedBeforeAuth(h.key) {
 		return fmt.Errorf("unexpected %s request before SASL authentication", api.name)
 	}
 	req := c.request(h.key)
@@ -317,7 +347,17 @@ func (c *clientConn) writeFetch(header []byte, fr *fetchResponse) (int64, error)
 	}
 	binary.BigEndian.PutUint32(c.writing[0], uint32(size-4))
 	c.nc.SetWriteDeadline(time.Now().Add(idleTimeout))
-	return c.writing.WriteTo(c.nc)
+	if c.tlsWriter == nil {
+		return c.writing.WriteTo(c.nc)
+	}
+	// TLS has no writev: each piece would be its own record and write,
+	// so small pieces are gathered into full records (large record
+	// bytes pass straight through the buffer).
+	n, err := c.writing.WriteTo(c.tlsWriter)
+	if err == nil {
+		err = c.tlsWriter.Flush()
+	}
+	return n, err
 }
 
 // errConnClosing ends a handler whose connection went away while it

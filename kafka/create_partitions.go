@@ -8,6 +8,8 @@ package kafka
 //     current count is INVALID_PARTITIONS, an unknown topic
 //     UNKNOWN_TOPIC_OR_PARTITION, a manual assignment INVALID_REQUEST, a
 //     topic named twice INVALID_REQUEST. validate_only changes nothing.
+//   - Authorization: ALTER on the topic, else TOPIC_AUTHORIZATION_FAILED
+//     (whether it exists or not).
 
 import (
 	"fmt"
@@ -19,6 +21,7 @@ import (
 func (s *Server) handleCreatePartitions(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	auth := c.authorizer()
 	seen := map[string]int{}
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
@@ -28,6 +31,8 @@ func (s *Server) handleCreatePartitions(c *clientConn, kreq kmsg.Request) (kmsg.
 		switch {
 		case seen[rt.Topic] > 1:
 			err = fmt.Errorf("%w: topic %q appears more than once", kerr.InvalidRequest, rt.Topic)
+		case !auth.topic(kmsg.ACLOperationAlter, rt.Topic):
+			err = fmt.Errorf("%w: not allowed to alter topic %s", kerr.TopicAuthorizationFailed, rt.Topic)
 		case len(rt.Assignment) > 0:
 			err = fmt.Errorf("%w: manual replica assignment is not supported", kerr.InvalidRequest)
 		default:

@@ -15,6 +15,11 @@ package kafka
 //   - v5+ returns the created topic's partitions, replication factor and
 //     full config list (the Java AdminClient fails on a null one); v7+ its
 //     topic ID.
+//   - Authorization, as Kafka's: CREATE on the cluster, or on the topic,
+//     else TOPIC_AUTHORIZATION_FAILED for that topic (a name given twice is
+//     INVALID_REQUEST first). A topic created by a client without
+//     DESCRIBE_CONFIGS on it is answered without its configs, with
+//     TOPIC_AUTHORIZATION_FAILED in the topic_config_error_code tag.
 
 import (
 	"fmt"
@@ -28,6 +33,8 @@ import (
 func (s *Server) handleCreateTopics(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	auth := c.authorizer()
+	mayCreateAll := auth.clusterQuietly(kmsg.ACLOperationCreate)
 	seen := map[string]int{}
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
@@ -35,7 +42,13 @@ func (s *Server) handleCreateTopics(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 	for _, rt := range req.Topics {
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = rt.Topic
-		t, err := s.createTopic(rt, seen[rt.Topic] > 1, req.ValidateOnly)
+		var t *broker.Topic
+		var err error
+		if seen[rt.Topic] == 1 && !mayCreateAll && !auth.topic(kmsg.ACLOperationCreate, rt.Topic) {
+			err = fmt.Errorf("%w: not allowed to create topic %s", kerr.TopicAuthorizationFailed, rt.Topic)
+		} else {
+			t, err = s.createTopic(rt, seen[rt.Topic] > 1, req.ValidateOnly)
+		}
 		if err != nil {
 			st.ErrorCode, st.ErrorMessage = errorCode(err), errorMessage(err)
 			st.NumPartitions, st.ReplicationFactor = -1, -1
@@ -45,6 +58,11 @@ func (s *Server) handleCreateTopics(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 		st.TopicID = t.ID
 		st.NumPartitions = int32(len(t.Partitions()))
 		st.ReplicationFactor = t.ReplicationFactor
+		if !auth.topicQuietly(kmsg.ACLOperationDescribeConfigs, rt.Topic) {
+			st.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
 		for _, e := range s.broker.TopicConfig(t) {
 			value := e.Value
 			sc := kmsg.NewCreateTopicsResponseTopicConfig()

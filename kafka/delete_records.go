@@ -12,6 +12,9 @@ package kafka
 //     partition's Raft group, so every replica applies it; only the
 //     leader takes it (NOT_LEADER_OR_FOLLOWER) and the request's timeout
 //     bounds the wait.
+//   - Authorization: DELETE on the topic, per topic, else
+//     TOPIC_AUTHORIZATION_FAILED for its partitions, before the topic's
+//     existence is looked at.
 
 import (
 	"context"
@@ -30,15 +33,20 @@ func (s *Server) handleDeleteRecords(c *clientConn, kreq kmsg.Request) (kmsg.Res
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, timeout)
 	defer cancel()
+	auth := c.authorizer()
 	for _, rt := range req.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
 		t := s.broker.Topic(rt.Topic)
+		topicErr := kerr.UnknownTopicOrPartition.Code
+		if !auth.topic(kmsg.ACLOperationDelete, rt.Topic) {
+			t, topicErr = nil, kerr.TopicAuthorizationFailed.Code
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
 			if t == nil {
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				sp.ErrorCode = topicErr
 			} else if p, err := t.LeaderPartition(rp.Partition, -1); err != nil {
 				sp.ErrorCode = errorCode(err)
 			} else {

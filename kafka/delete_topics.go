@@ -8,6 +8,11 @@ package kafka
 //     UNKNOWN_TOPIC_ID.
 //   - The topic disappears from metadata and its files are removed before
 //     the response.
+//   - Authorization, as Kafka's: DELETE on the cluster allows every topic;
+//     otherwise a topic named by name needs DESCRIBE (checked before its
+//     existence) and DELETE, else TOPIC_AUTHORIZATION_FAILED; one named by
+//     ID needs DELETE, else TOPIC_AUTHORIZATION_FAILED, with its name only
+//     if the client may DESCRIBE it.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,17 +31,34 @@ func (s *Server) handleDeleteTopics(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 			targets[i].Topic = &req.TopicNames[i]
 		}
 	}
+	auth := c.authorizer()
+	mayDeleteAll := auth.clusterQuietly(kmsg.ACLOperationDelete)
+	mayDescribe := func(name string) bool { return mayDeleteAll || auth.topic(kmsg.ACLOperationDescribe, name) }
+	mayDelete := func(name string) bool { return mayDeleteAll || auth.topic(kmsg.ACLOperationDelete, name) }
 	for _, rt := range targets {
 		st := kmsg.NewDeleteTopicsResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		var err error
 		switch {
 		case rt.Topic != nil:
-			if t := s.broker.Topic(*rt.Topic); t != nil {
-				st.TopicID = t.ID
+			t := s.broker.Topic(*rt.Topic)
+			switch {
+			case !mayDescribe(*rt.Topic), t != nil && !mayDelete(*rt.Topic):
+				err = kerr.TopicAuthorizationFailed
+			default:
+				if t != nil {
+					st.TopicID = t.ID
+				}
+				err = s.broker.DeleteTopic(*rt.Topic)
 			}
-			err = s.broker.DeleteTopic(*rt.Topic)
 		case rt.TopicID != [16]byte{}:
+			if t := s.broker.TopicByID(broker.TopicID(rt.TopicID)); t != nil && !mayDelete(t.Name) {
+				err = kerr.TopicAuthorizationFailed
+				if auth.topicQuietly(kmsg.ACLOperationDescribe, t.Name) {
+					st.Topic = kmsg.StringPtr(t.Name)
+				}
+				break
+			}
 			var name string
 			name, err = s.broker.DeleteTopicByID(broker.TopicID(rt.TopicID))
 			if err == nil {

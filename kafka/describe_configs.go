@@ -14,6 +14,10 @@ package kafka
 //     the cluster properties, as broker_configs.go describes.
 //   - Synonyms (v1+) list the topic value and the cluster default it
 //     overrides; documentation (v3+) on request.
+//   - Authorization, per resource as Kafka's: DESCRIBE_CONFIGS on the
+//     topic (else TOPIC_AUTHORIZATION_FAILED, whether it exists or not) or,
+//     for BROKER resources, on the cluster (else
+//     CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"fmt"
@@ -27,10 +31,15 @@ import (
 func (s *Server) handleDescribeConfigs(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	auth := c.authorizer()
 	for _, rr := range req.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		entries, err := s.describeResource(rr.ResourceType, rr.ResourceName, rr.ConfigNames)
+		var entries []broker.ConfigEntry
+		err := authorizeConfigResource(&auth, kmsg.ACLOperationDescribeConfigs, rr.ResourceType, rr.ResourceName)
+		if err == nil {
+			entries, err = s.describeResource(rr.ResourceType, rr.ResourceName, rr.ConfigNames)
+		}
 		if err != nil {
 			sr.ErrorCode, sr.ErrorMessage = errorCode(err), errorMessage(err)
 			resp.Resources = append(resp.Resources, sr)

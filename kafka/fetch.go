@@ -30,6 +30,12 @@ package kafka
 //     the buffer they were read into, shared when the read was coalesced
 //     (kafka_fetch_read_coalescing_enabled). The bytes are those kmsg
 //     encodes (fetch_encode_test.go).
+//   - Authorization: READ on the topic, per topic, else
+//     TOPIC_AUTHORIZATION_FAILED for its partitions (checked before the
+//     topic's existence; a topic ID that names no topic stays
+//     UNKNOWN_TOPIC_ID). Consumers fetching from followers are checked the
+//     same way; a fetch that claims to come from a replica (replica id
+//     >= 0) needs CLUSTER_ACTION on the cluster instead.
 //   - Follower fetching (KIP-392): from v11 any replica serves consumer
 //     fetches, a follower up to its own high watermark (an offset past it
 //     waits); the leader directs a consumer whose rack_id names another
@@ -62,7 +68,8 @@ func (s *Server) handleFetch(c *clientConn, kreq kmsg.Request) (kmsg.Response, e
 			return resp, nil
 		}
 	}
-	plan := c.fetchPlan(req)
+	auth := c.authorizer()
+	plan := c.fetchPlan(req, &auth)
 	s.broker.Fetch(c.ctx, &plan.req, plan.results)
 
 	resp.Topics = resize(resp.Topics, len(req.Topics))
@@ -79,7 +86,7 @@ func (s *Server) handleFetch(c *clientConn, kreq kmsg.Request) (kmsg.Response, e
 			sp.Partition = rt.Partitions[pi].Partition
 			sp.ErrorCode = errorCode(r.Err)
 			if req.Version >= 16 && sp.ErrorCode == kerr.NotLeaderForPartition.Code {
-				s.fetchLeaderHint(plan.req.Partitions[i].Topic, sp, resp)
+				s.fetchLeaderHint(c, plan.req.Partitions[i].Topic, sp, resp)
 			}
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = r.HighWatermark, r.LastStableOffset, r.LogStartOffset
 			sp.PreferredReadReplica = r.PreferredReadReplica
@@ -170,7 +177,7 @@ func (s *Server) countFetched(plan *fetchScratch) {
 // fetchLeaderHint names the partition's leader in a NOT_LEADER_OR_FOLLOWER
 // answer (KIP-951, v16+) so the consumer moves without a metadata round
 // trip.
-func (s *Server) fetchLeaderHint(t *broker.Topic, sp *kmsg.FetchResponseTopicPartition, resp *kmsg.FetchResponse) {
+func (s *Server) fetchLeaderHint(c *clientConn, t *broker.Topic, sp *kmsg.FetchResponseTopicPartition, resp *kmsg.FetchResponse) {
 	if t == nil {
 		return
 	}
@@ -179,6 +186,9 @@ func (s *Server) fetchLeaderHint(t *broker.Topic, sp *kmsg.FetchResponseTopicPar
 		return
 	}
 	sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = leader.NodeID, epoch
+	if leader, ok = c.reachable(leader); !ok {
+		return // no endpoint on this listener: the client asks Metadata
+	}
 	for _, b := range resp.Brokers {
 		if b.NodeID == leader.NodeID {
 			return
@@ -195,7 +205,7 @@ type fetchScratch struct {
 	results []broker.FetchResult
 }
 
-func (c *clientConn) fetchPlan(req *kmsg.FetchRequest) *fetchScratch {
+func (c *clientConn) fetchPlan(req *kmsg.FetchRequest, auth *requestAuthorizer) *fetchScratch {
 	p := &c.fetch
 	// One connection's response is capped, so that a client that stops
 	// reading holds at most that much of the fetch budget.
@@ -215,6 +225,13 @@ func (c *clientConn) fetchPlan(req *kmsg.FetchRequest) *fetchScratch {
 	}
 	p.req.Partitions = p.req.Partitions[:0]
 	b := c.s.broker
+	// A fetch from a replica needs CLUSTER_ACTION instead of READ on its
+	// topics, as in Kafka; weir's replicas follow through Raft, so this is
+	// a tool posing as one.
+	replicaAllowed := true
+	if auth.enabled && fetchFromReplica(req) {
+		replicaAllowed = auth.cluster(kmsg.ACLOperationClusterAction)
+	}
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		var t *broker.Topic
@@ -223,6 +240,9 @@ func (c *clientConn) fetchPlan(req *kmsg.FetchRequest) *fetchScratch {
 			t, unknown = b.TopicByID(broker.TopicID(rt.TopicID)), kerr.UnknownTopicID
 		} else {
 			t, unknown = b.Topic(rt.Topic), kerr.UnknownTopicOrPartition
+		}
+		if auth.enabled && !fetchAllowed(req, rt, t, auth, replicaAllowed) {
+			t, unknown = nil, kerr.TopicAuthorizationFailed
 		}
 		for _, rp := range rt.Partitions {
 			epoch := rp.CurrentLeaderEpoch
@@ -241,4 +261,27 @@ func (c *clientConn) fetchPlan(req *kmsg.FetchRequest) *fetchScratch {
 		p.results = p.results[:n]
 	}
 	return p
+}
+
+// fetchFromReplica reports whether the fetch says it comes from a broker
+// (replica id >= 0; in ReplicaState from v15, KIP-903).
+func fetchFromReplica(req *kmsg.FetchRequest) bool {
+	if req.Version >= 15 {
+		return req.ReplicaState.ID >= 0
+	}
+	return req.ReplicaID >= 0
+}
+
+// fetchAllowed applies Kafka's order: a topic named by an unknown ID is
+// UNKNOWN_TOPIC_ID whoever asks; a topic named by name is checked before
+// its existence, so that a consumer cannot learn which topics exist.
+func fetchAllowed(req *kmsg.FetchRequest, rt *kmsg.FetchRequestTopic, t *broker.Topic, auth *requestAuthorizer, replicaAllowed bool) bool {
+	switch {
+	case fetchFromReplica(req):
+		return replicaAllowed
+	case req.Version >= 13:
+		return t == nil || auth.topic(kmsg.ACLOperationRead, t.Name)
+	default:
+		return auth.topic(kmsg.ACLOperationRead, rt.Topic)
+	}
 }

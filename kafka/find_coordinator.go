@@ -4,13 +4,17 @@ package kafka
 //
 // Behaviour:
 //   - Group keys (type 0): the broker hosting the group's partition of
-//     __consumer_offsets (COORDINATOR_NOT_AVAILABLE when it is not live).
+//     __consumer_offsets, at its address on the listener the request
+//     arrived on (COORDINATOR_NOT_AVAILABLE when it is not live or has no
+//     such listener, as in Kafka).
 //   - v4+ batches keys (KIP-699): one entry per key, each with its own
 //     error; v0-v3 carry one key in top-level fields.
 //   - Transaction keys (type 1): TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as
 //     InitProducerId answers, since there are no transactions; clients
 //     treat it as fatal instead of retrying forever. Other types
 //     INVALID_REQUEST.
+//   - Authorization: DESCRIBE on the group, per key, else
+//     GROUP_AUTHORIZATION_FAILED for that key.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -20,6 +24,7 @@ import (
 func (s *Server) handleFindCoordinator(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	auth := c.authorizer()
 	find := func(key string) kmsg.FindCoordinatorResponseCoordinator {
 		co := kmsg.NewFindCoordinatorResponseCoordinator()
 		co.Key, co.NodeID = key, -1
@@ -29,10 +34,17 @@ func (s *Server) handleFindCoordinator(c *clientConn, kreq kmsg.Request) (kmsg.R
 			code = kerr.TransactionalIDAuthorizationFailed.Code
 		case req.CoordinatorType != 0:
 			code = kerr.InvalidRequest.Code
+		case !auth.group(kmsg.ACLOperationDescribe, key):
+			code = kerr.GroupAuthorizationFailed.Code
 		default:
 			bi, err := s.broker.GroupCoordinator(key)
 			if err != nil {
 				code = errorCode(err)
+				break
+			}
+			bi, ok := c.reachable(bi)
+			if !ok {
+				code = kerr.CoordinatorNotAvailable.Code
 				break
 			}
 			co.NodeID, co.Host, co.Port = bi.NodeID, bi.Host, bi.Port

@@ -10,6 +10,12 @@ package kafka
 //   - With a transactional id: TRANSACTIONAL_ID_AUTHORIZATION_FAILED —
 //     transactions are not implemented, and clients treat that code as
 //     fatal rather than retrying forever.
+//   - Authorization of an idempotent producer (KIP-679): IDEMPOTENT_WRITE
+//     on the cluster, or WRITE on some topic, else
+//     CLUSTER_AUTHORIZATION_FAILED. Kafka asks whether any ACL could
+//     allow WRITE on a topic; weir asks of the topics that exist, so a
+//     producer whose only grant is a prefix no topic has yet needs the
+//     topic created first, or IDEMPOTENT_WRITE.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -22,6 +28,13 @@ func (s *Server) handleInitProducerID(c *clientConn, kreq kmsg.Request) (kmsg.Re
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	}
+	auth := c.authorizer()
+	if !auth.clusterQuietly(kmsg.ACLOperationIdempotentWrite) && !auth.someTopic(kmsg.ACLOperationWrite) {
+		c.logger.Debug("request not authorized", "principal", auth.principal, "host", auth.host,
+			"operation", "IDEMPOTENT_WRITE on the cluster or WRITE on a topic")
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	}
 	id, epoch, err := s.broker.InitProducerID()

@@ -17,13 +17,24 @@ package kafka
 //   - Errors: INVALID_GROUP_ID, INVALID_SESSION_TIMEOUT (outside
 //     group_min/max_session_timeout_ms), INCONSISTENT_GROUP_PROTOCOL,
 //     UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, COORDINATOR_LOAD_IN_PROGRESS.
+//   - Authorization: READ on the group, else GROUP_AUTHORIZATION_FAILED
+//     before anything else is looked at.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func (s *Server) handleJoinGroup(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
-	resp := s.broker.Groups().JoinGroup(c.ctx, kreq.(*kmsg.JoinGroupRequest), c.client())
+	req := kreq.(*kmsg.JoinGroupRequest)
+	auth := c.authorizer()
+	if !auth.group(kmsg.ACLOperationRead, req.Group) {
+		// Kafka's error answer: no member id, generation -1.
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode, resp.Generation = kerr.GroupAuthorizationFailed.Code, -1
+		return resp, nil
+	}
+	resp := s.broker.Groups().JoinGroup(c.ctx, req, c.client())
 	if resp == nil {
 		return nil, errConnClosing
 	}

@@ -15,6 +15,9 @@ package kafka
 //     the offset found, or the latest epoch for latest/earliest; a
 //     current_leader_epoch (v4+) newer than the leader's is
 //     UNKNOWN_LEADER_EPOCH, older FENCED_LEADER_EPOCH.
+//   - Authorization: DESCRIBE on the topic, per topic, else
+//     TOPIC_AUTHORIZATION_FAILED for its partitions, before the topic's
+//     existence is looked at.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,19 +27,24 @@ import (
 func (s *Server) handleListOffsets(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	auth := c.authorizer()
 	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		st := &resp.Topics[i]
 		st.Topic = rt.Topic
 		t := s.broker.Topic(rt.Topic)
+		topicErr := kerr.UnknownTopicOrPartition.Code
+		if !auth.topic(kmsg.ACLOperationDescribe, rt.Topic) {
+			t, topicErr = nil, kerr.TopicAuthorizationFailed.Code
+		}
 		st.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, len(rt.Partitions))
 		for j, rp := range rt.Partitions {
 			sp := &st.Partitions[j]
 			*sp = kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition, sp.Offset, sp.Timestamp, sp.LeaderEpoch = rp.Partition, -1, -1, 0
 			if t == nil {
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				sp.ErrorCode = topicErr
 				continue
 			}
 			epoch := rp.CurrentLeaderEpoch

@@ -4,8 +4,9 @@ package kafka
 //
 // Behaviour:
 //   - Brokers: every live broker of the cluster, with its advertised
-//     address and rack (v1+); the controller is the controller group's
-//     leader.
+//     address on the listener the request arrived on and its rack (v1+);
+//     a broker without that listener is left out, as in Kafka. The
+//     controller is the controller group's leader.
 //   - Partitions: leader (the first replica while partitions are not
 //     replicated; LEADER_NOT_AVAILABLE when it is not live), replicas,
 //     the live replicas as ISR, the others as offline.
@@ -18,6 +19,14 @@ package kafka
 //     looked up by it whatever the name says (Java sends ""), and unknown
 //     ones get UNKNOWN_TOPIC_ID with a null name.
 //   - Every topic carries its UUID (v10+), so clients fetch by ID.
+//   - Authorization, as Kafka's: DESCRIBE on a topic to see it. A listing
+//     of every topic leaves out those not allowed; a named topic not
+//     allowed is TOPIC_AUTHORIZATION_FAILED whether it exists or not (by
+//     ID: with the ID and a null name). Creating a topic on the way needs
+//     CREATE on the cluster or the topic, else TOPIC_AUTHORIZATION_FAILED.
+//     v8+ include_topic_authorized_operations and (v8-v10)
+//     include_cluster_authorized_operations fill the KIP-430 bit sets;
+//     the cluster's is 0 without DESCRIBE on it.
 
 import (
 	"net"
@@ -33,60 +42,102 @@ func (s *Server) handleMetadata(c *clientConn, kreq kmsg.Request) (kmsg.Response
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	b := s.broker
-	resp.Brokers = s.liveBrokers()
+	resp.Brokers = s.liveBrokers(c)
 	clusterID := b.ClusterID()
 	resp.ClusterID = &clusterID
 	resp.ControllerID = b.ControllerID()
 
+	auth := c.authorizer()
+	// The cluster's authorized operations moved to DescribeCluster in v11.
+	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = 0
+		if auth.cluster(kmsg.ACLOperationDescribe) {
+			resp.AuthorizedOperations = auth.operations(kmsg.ACLResourceTypeCluster, clusterResourceName)
+		}
+	}
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
 		for _, t := range b.Topics() {
-			resp.Topics = append(resp.Topics, s.topicMetadata(t))
+			// Left out, as if they did not exist.
+			if auth.topicQuietly(kmsg.ACLOperationDescribe, t.Name) {
+				resp.Topics = append(resp.Topics, s.topicMetadata(t))
+			}
 		}
-		return resp, nil
+	} else {
+		autoCreate := req.Version < 4 || req.AllowAutoTopicCreation
+		for _, rt := range req.Topics {
+			resp.Topics = append(resp.Topics, s.requestedTopicMetadata(&auth, rt, autoCreate))
+		}
 	}
-	autoCreate := req.Version < 4 || req.AllowAutoTopicCreation
-	for _, rt := range req.Topics {
-		var t *broker.Topic
-		var err error
-		switch {
-		// A non-zero ID wins over the name, as in Kafka: the Java
-		// AdminClient describes topics by ID with an empty (not null)
-		// name.
-		case rt.TopicID != [16]byte{}:
-			if t = b.TopicByID(broker.TopicID(rt.TopicID)); t == nil {
-				err = kerr.UnknownTopicID
-				rt.Topic = nil
+	if req.Version >= 8 && req.IncludeTopicAuthorizedOperations {
+		for i := range resp.Topics {
+			mt := &resp.Topics[i]
+			if mt.Topic != nil && mt.ErrorCode != kerr.TopicAuthorizationFailed.Code {
+				mt.AuthorizedOperations = auth.operations(kmsg.ACLResourceTypeTopic, *mt.Topic)
 			}
-		case rt.Topic != nil:
-			if t = b.Topic(*rt.Topic); t == nil {
-				err = kerr.UnknownTopicOrPartition
-				if autoCreate {
-					t, err = b.AutoCreate(*rt.Topic)
-				}
-			}
-		default:
-			err = kerr.InvalidTopicException
 		}
-		if err != nil {
-			mt := kmsg.NewMetadataResponseTopic()
-			mt.Topic, mt.TopicID, mt.ErrorCode = rt.Topic, rt.TopicID, errorCode(err)
-			resp.Topics = append(resp.Topics, mt)
-			continue
-		}
-		resp.Topics = append(resp.Topics, s.topicMetadata(t))
 	}
 	return resp, nil
 }
 
-// liveBrokers lists every live broker of the cluster.
-func (s *Server) liveBrokers() []kmsg.MetadataResponseBroker {
-	var out []kmsg.MetadataResponseBroker
-	for _, bi := range s.broker.LiveBrokers() {
-		out = append(out, metadataBroker(bi))
+// requestedTopicMetadata answers one topic the request names.
+func (s *Server) requestedTopicMetadata(auth *requestAuthorizer, rt kmsg.MetadataRequestTopic, autoCreate bool) kmsg.MetadataResponseTopic {
+	b := s.broker
+	var t *broker.Topic
+	var err error
+	switch {
+	// A non-zero ID wins over the name, as in Kafka: the Java
+	// AdminClient describes topics by ID with an empty (not null)
+	// name.
+	case rt.TopicID != [16]byte{}:
+		if t = b.TopicByID(broker.TopicID(rt.TopicID)); t == nil {
+			err = kerr.UnknownTopicID
+			rt.Topic = nil
+		} else if !auth.topic(kmsg.ACLOperationDescribe, t.Name) {
+			// Kafka does not count topic IDs as secret: the refusal
+			// carries the ID, but not the name.
+			t, err, rt.Topic = nil, kerr.TopicAuthorizationFailed, nil
+		}
+	case rt.Topic != nil:
+		// Checked before the topic's existence, so that its absence is
+		// not revealed either.
+		if !auth.topic(kmsg.ACLOperationDescribe, *rt.Topic) {
+			err = kerr.TopicAuthorizationFailed
+			break
+		}
+		if t = b.Topic(*rt.Topic); t == nil {
+			err = kerr.UnknownTopicOrPartition
+			switch {
+			case !autoCreate:
+			case b.Properties().Bool("auto_create_topics_enabled") && !auth.mayCreateTopic(*rt.Topic):
+				err = kerr.TopicAuthorizationFailed
+			default:
+				t, err = b.AutoCreate(*rt.Topic)
+			}
+		}
+	default:
+		err = kerr.InvalidTopicException
 	}
-	if len(out) == 0 { // not registered yet: at least this broker
-		out = append(out, s.brokerEntry())
+	if err != nil {
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic, mt.TopicID, mt.ErrorCode = rt.Topic, rt.TopicID, errorCode(err)
+		return mt
+	}
+	return s.topicMetadata(t)
+}
+
+// liveBrokers lists every live broker of the cluster that has c's
+// listener, at its address on that listener.
+func (s *Server) liveBrokers(c *clientConn) []kmsg.MetadataResponseBroker {
+	live := s.broker.LiveBrokers()
+	if len(live) == 0 { // not registered yet: at least this broker
+		return []kmsg.MetadataResponseBroker{s.brokerEntry(c)}
+	}
+	var out []kmsg.MetadataResponseBroker
+	for _, bi := range live {
+		if bi, ok := c.reachable(bi); ok {
+			out = append(out, metadataBroker(bi))
+		}
 	}
 	return out
 }
@@ -101,9 +152,10 @@ func metadataBroker(bi broker.BrokerInfo) kmsg.MetadataResponseBroker {
 	return e
 }
 
-// brokerEntry is this broker, as its own node config describes it.
-func (s *Server) brokerEntry() kmsg.MetadataResponseBroker {
-	host, portStr, _ := net.SplitHostPort(s.opts.AdvertisedAddr)
+// brokerEntry is this broker as its own node config describes it to
+// clients of c's listener.
+func (s *Server) brokerEntry(c *clientConn) kmsg.MetadataResponseBroker {
+	host, portStr, _ := net.SplitHostPort(c.listener.AdvertisedAddr)
 	port, _ := strconv.Atoi(portStr)
 	e := kmsg.NewMetadataResponseBroker()
 	e.NodeID, e.Host, e.Port = s.broker.NodeID(), host, int32(port)

@@ -30,6 +30,10 @@ package kafka
 //     follow through Raft and never send this request, so a broker id can
 //     only come from a tool, and the consumer answer is what Kafka would
 //     give it; an error code would be an invention.
+//   - Authorization, as in Kafka since KIP-320 made this a consumer API:
+//     CLUSTER_ACTION on the cluster (what replicas have) or DESCRIBE on
+//     the topic, per topic, else TOPIC_AUTHORIZATION_FAILED for its
+//     partitions, before the topic's existence is looked at.
 //   - throttle_time_ms is 0: weir has no quotas.
 
 import (
@@ -40,6 +44,8 @@ import (
 func (s *Server) handleOffsetForLeaderEpoch(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	auth := c.authorizer()
+	anyTopic := auth.clusterQuietly(kmsg.ACLOperationClusterAction)
 	resp.Topics = make([]kmsg.OffsetForLeaderEpochResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -47,6 +53,10 @@ func (s *Server) handleOffsetForLeaderEpoch(c *clientConn, kreq kmsg.Request) (k
 		*st = kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
 		t := s.broker.Topic(rt.Topic)
+		topicErr := kerr.UnknownTopicOrPartition.Code
+		if !anyTopic && !auth.topic(kmsg.ACLOperationDescribe, rt.Topic) {
+			t, topicErr = nil, kerr.TopicAuthorizationFailed.Code
+		}
 		st.Partitions = make([]kmsg.OffsetForLeaderEpochResponseTopicPartition, len(rt.Partitions))
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
@@ -54,7 +64,7 @@ func (s *Server) handleOffsetForLeaderEpoch(c *clientConn, kreq kmsg.Request) (k
 			*sp = kmsg.NewOffsetForLeaderEpochResponseTopicPartition() // epoch and offset -1
 			sp.Partition = rp.Partition
 			if t == nil {
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				sp.ErrorCode = topicErr
 				continue
 			}
 			p, err := t.LeaderPartition(rp.Partition, rp.CurrentLeaderEpoch)

@@ -22,6 +22,12 @@ package kafka
 //     RECORD_LIST_TOO_LARGE, idempotence violations
 //     OUT_OF_ORDER_SEQUENCE_NUMBER or INVALID_PRODUCER_EPOCH; a retried
 //     batch gets its original offsets and no error.
+//   - Authorization: WRITE on the topic, per topic, else
+//     TOPIC_AUTHORIZATION_FAILED for its partitions; a topic that does not
+//     exist is created only for a client allowed CREATE on the cluster or
+//     the topic (else UNKNOWN_TOPIC_OR_PARTITION). A transactional produce
+//     would need WRITE on its transactional id; there are no transactions,
+//     so it is refused as below whoever asks.
 //   - Exactly one batch per partition; control batches, transactional
 //     batches (no transactions yet) and idempotent batches without a
 //     sequence are INVALID_RECORD; zstd before v7 and unknown codecs are
@@ -51,6 +57,7 @@ func (s *Server) handleProduce(c *clientConn, kreq kmsg.Request) (kmsg.Response,
 		reqErr = kerr.TransactionalIDAuthorizationFailed
 	}
 	opts := broker.ProduceOptions{AllowZstd: req.Version >= 7}
+	auth := c.authorizer()
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	var jobs []produceJob
 	for i := range req.Topics {
@@ -64,6 +71,9 @@ func (s *Server) handleProduce(c *clientConn, kreq kmsg.Request) (kmsg.Response,
 			} else {
 				topicErr = kerr.UnknownTopicID
 			}
+		}
+		if topicErr == nil && auth.enabled {
+			topicErr = s.authorizeProduce(&auth, name)
 		}
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		for j := range rt.Partitions {
@@ -97,12 +107,27 @@ func (s *Server) handleProduce(c *clientConn, kreq kmsg.Request) (kmsg.Response,
 		wg.Wait()
 	}
 	if req.Version >= 10 {
-		s.addLeaderEndpoints(resp)
+		s.addLeaderEndpoints(c, resp)
 	}
 	if req.Acks == 0 {
 		return nil, nil
 	}
 	return resp, nil
+}
+
+// authorizeProduce checks one topic of a produce request: WRITE on it,
+// and, for a topic that does not exist yet, what creating it needs (CREATE
+// on the cluster or the topic) since a produce may create it here. Kafka's
+// produce never creates topics and answers UNKNOWN_TOPIC_OR_PARTITION for
+// one that does not exist, which is what a producer without CREATE gets.
+func (s *Server) authorizeProduce(auth *requestAuthorizer, topic string) error {
+	if !auth.topic(kmsg.ACLOperationWrite, topic) {
+		return kerr.TopicAuthorizationFailed
+	}
+	if s.broker.Topic(topic) == nil && !auth.mayCreateTopic(topic) {
+		return kerr.UnknownTopicOrPartition
+	}
+	return nil
 }
 
 // defaultProduceTimeout bounds a request that gives no timeout.
@@ -144,7 +169,7 @@ func (s *Server) produceFailed(c *clientConn, req *kmsg.ProduceRequest, topic st
 }
 
 // addLeaderEndpoints lists the brokers named as new leaders (KIP-951).
-func (s *Server) addLeaderEndpoints(resp *kmsg.ProduceResponse) {
+func (s *Server) addLeaderEndpoints(c *clientConn, resp *kmsg.ProduceResponse) {
 	seen := map[int32]bool{}
 	for _, st := range resp.Topics {
 		for _, sp := range st.Partitions {
@@ -154,6 +179,9 @@ func (s *Server) addLeaderEndpoints(resp *kmsg.ProduceResponse) {
 			}
 			seen[id] = true
 			if info, ok := s.broker.Broker(id); ok {
+				if info, ok = c.reachable(info); !ok {
+					continue // no endpoint on this listener
+				}
 				resp.Brokers = append(resp.Brokers, kmsg.ProduceResponseBroker{NodeID: info.NodeID, Host: info.Host, Port: info.Port, Rack: rackPtr(info.Rack)})
 			}
 		}

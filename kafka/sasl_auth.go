@@ -3,10 +3,11 @@ package kafka
 // SaslHandshake v0-v1 and SaslAuthenticate v0-v2 (KIP-43, KIP-152).
 //
 // Behaviour:
-//   - A server whose Options.SASLMechanisms is not empty requires SASL: on
-//     a new connection only ApiVersions, SaslHandshake and SaslAuthenticate
-//     are served until authentication succeeds; any other request closes
-//     the connection, as Kafka's authenticator does.
+//   - A SASL_PLAINTEXT or SASL_SSL listener requires SASL with its own
+//     mechanisms (Listener.SASLMechanisms): on a new connection only
+//     ApiVersions, SaslHandshake and SaslAuthenticate are served until
+//     authentication succeeds; any other request closes the connection,
+//     as Kafka's authenticator does.
 //   - SaslHandshake v0 (raw tokens after the handshake) is advertised, as
 //     librdkafka requires before it uses v1, but answered
 //     UNSUPPORTED_VERSION; v1 and SaslAuthenticate are the protocol.
@@ -22,8 +23,9 @@ package kafka
 //     connection's goroutine.
 //   - No re-authentication (KIP-368): session_lifetime_ms is 0, and a
 //     connection stays authenticated until it closes.
-//   - Without SASL enabled both APIs answer ILLEGAL_SASL_STATE, as Kafka
-//     does on a listener that does not use SASL or after authentication.
+//   - On a PLAINTEXT or SSL listener both APIs answer ILLEGAL_SASL_STATE,
+//     as Kafka does on a listener that does not use SASL, and so they do
+//     after authentication.
 
 import (
 	"crypto/rand"
@@ -52,9 +54,6 @@ type saslConn struct {
 	user          string
 }
 
-// saslRequired reports whether connections must authenticate first.
-func (s *Server) saslRequired() bool { return len(s.opts.SASLMechanisms) > 0 }
-
 // allowedBeforeAuth reports whether an unauthenticated connection may send
 // a request of this API.
 func allowedBeforeAuth(key int16) bool {
@@ -64,15 +63,15 @@ func allowedBeforeAuth(key int16) bool {
 func (s *Server) handleSaslHandshake(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.SASLHandshakeRequest)
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
-	resp.SupportedMechanisms = s.opts.SASLMechanisms
+	resp.SupportedMechanisms = c.listener.SASLMechanisms
 	switch {
-	case !s.saslRequired() || c.sasl.authenticated || c.sasl.server != nil:
+	case !c.saslRequired() || c.sasl.authenticated || c.sasl.server != nil:
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 	case req.Version == 0:
 		// v0 is advertised because librdkafka checks for it before
 		// using v1, but its raw, unframed tokens are not served.
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
-	case !slices.Contains(s.opts.SASLMechanisms, req.Mechanism):
+	case !slices.Contains(c.listener.SASLMechanisms, req.Mechanism):
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 	default:
 		server, err := s.newSASLServer(req.Mechanism)
@@ -88,7 +87,7 @@ func (s *Server) handleSaslHandshake(c *clientConn, kreq kmsg.Request) (kmsg.Res
 func (s *Server) handleSaslAuthenticate(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.SASLAuthenticateRequest)
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
-	if !s.saslRequired() || c.sasl.authenticated || c.sasl.server == nil {
+	if !c.saslRequired() || c.sasl.authenticated || c.sasl.server == nil {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		resp.ErrorMessage = kmsg.StringPtr("SaslAuthenticate without a SaslHandshake, or after authentication")
 		return resp, nil

@@ -17,8 +17,11 @@ package kafka
 //     (DUPLICATE_RESOURCE) or the deletion of a credential it does not have
 //     (RESOURCE_NOT_FOUND) changes nothing; the other users' changes are
 //     applied together.
-//   - Authorization (ALTER / DESCRIBE on the cluster) comes with ACLs;
-//     until then any client may call them.
+//   - Authorization: Describe needs DESCRIBE on the cluster, else
+//     CLUSTER_AUTHORIZATION_FAILED at the top level and for each user
+//     named; Alter needs ALTER on the cluster, else
+//     CLUSTER_AUTHORIZATION_FAILED for each user named and nothing
+//     changes.
 
 import (
 	"fmt"
@@ -45,6 +48,16 @@ func scramMechanismCode(name string) int8 {
 func (s *Server) handleDescribeUserScramCredentials(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	auth := c.authorizer()
+	if !auth.cluster(kmsg.ACLOperationDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		for _, u := range req.Users {
+			r := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
+			r.User, r.ErrorCode = u.Name, resp.ErrorCode
+			resp.Results = append(resp.Results, r)
+		}
+		return resp, nil
+	}
 	byUser := map[string][]kmsg.DescribeUserSCRAMCredentialsResponseResultCredentialInfo{}
 	var users []string
 	for _, cred := range s.broker.ScramCredentials() {
@@ -96,6 +109,26 @@ func (s *Server) handleDescribeUserScramCredentials(c *clientConn, kreq kmsg.Req
 func (s *Server) handleAlterUserScramCredentials(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	auth := c.authorizer()
+	if !auth.cluster(kmsg.ACLOperationAlter) {
+		answered := map[string]bool{}
+		refuse := func(user string) {
+			if answered[user] {
+				return
+			}
+			answered[user] = true
+			r := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+			r.User, r.ErrorCode = user, kerr.ClusterAuthorizationFailed.Code
+			resp.Results = append(resp.Results, r)
+		}
+		for _, d := range req.Deletions {
+			refuse(d.Name)
+		}
+		for _, u := range req.Upsertions {
+			refuse(u.Name)
+		}
+		return resp, nil
+	}
 
 	// Every user named, in first-mention order, with the first problem
 	// found among its changes.

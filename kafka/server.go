@@ -31,13 +31,19 @@ type Options struct {
 	// ConnectionMaxInflightRequests is how many requests a connection may
 	// have read and not yet answered (at least 2); 0 means 6.
 	ConnectionMaxInflightRequests int
-	// SASLMechanisms, when set, makes connections authenticate with one
-	// of them (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) before anything but
-	// ApiVersions.
+	// SASLMechanisms and AdvertisedAddr describe the listener Serve
+	// serves: SASL_PLAINTEXT with these mechanisms (PLAIN, SCRAM-SHA-256,
+	// SCRAM-SHA-512) when set, else PLAINTEXT, advertised at
+	// AdvertisedAddr. ServeListener takes its listener's own.
 	SASLMechanisms []string
-	// AdvertisedAddr is the host:port clients are told to connect to.
 	AdvertisedAddr string
-	Logger         *slog.Logger
+	// TLSReloadInterval is how often SSL and SASL_SSL listeners look for
+	// replaced certificate files; 0 means config.DefaultTLSReloadInterval.
+	TLSReloadInterval time.Duration
+	// TLSHandshakeTimeout bounds a TLS connection's handshake; 0 means
+	// DefaultTLSHandshakeTimeout.
+	TLSHandshakeTimeout time.Duration
+	Logger              *slog.Logger
 	// Registerer receives the protocol metrics; nil disables them.
 	Registerer prometheus.Registerer
 }
@@ -57,8 +63,16 @@ type Server struct {
 	// saslDecoyKey keys the fake salts unknown SCRAM users are shown.
 	saslDecoyKey [32]byte
 
+	// optionsListener is the listener Options describes, which Serve
+	// serves.
+	optionsListener *Listener
+	// reloads lives until Close: the listeners reload their
+	// certificates until it ends.
+	reloads     context.Context
+	stopReloads context.CancelFunc
+
 	mu     sync.Mutex
-	ln     net.Listener
+	lns    []net.Listener
 	conns  map[*clientConn]struct{}
 	closed bool
 	wg     sync.WaitGroup
@@ -81,11 +95,18 @@ func NewServer(b *broker.Broker, opts Options) (*Server, error) {
 	if opts.QueuedMaxRequestBytes <= 0 {
 		opts.QueuedMaxRequestBytes = DefaultQueuedMaxRequestBytes
 	}
-	if _, _, err := net.SplitHostPort(opts.AdvertisedAddr); err != nil {
-		return nil, fmt.Errorf("advertised address %q: %w", opts.AdvertisedAddr, err)
+	if opts.TLSHandshakeTimeout <= 0 {
+		opts.TLSHandshakeTimeout = DefaultTLSHandshakeTimeout
+	}
+	if opts.AdvertisedAddr != "" {
+		if _, _, err := net.SplitHostPort(opts.AdvertisedAddr); err != nil {
+			return nil, fmt.Errorf("advertised address %q: %w", opts.AdvertisedAddr, err)
+		}
 	}
 	s := &Server{broker: b, opts: opts, logger: opts.Logger, conns: map[*clientConn]struct{}{},
 		pool: memory.NewPool(opts.QueuedMaxRequestBytes), saslDecoyKey: newDecoyKey()}
+	s.reloads, s.stopReloads = context.WithCancel(context.Background())
+	s.optionsListener = listenerOfOptions(opts)
 	m, err := newMetrics(opts.Registerer, b, s.pool)
 	if err != nil {
 		return nil, err
@@ -101,14 +122,33 @@ func NewServer(b *broker.Broker, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Serve accepts connections on ln until Close.
-func (s *Server) Serve(ln net.Listener) error {
+// Serve accepts connections on ln until Close, as the listener Options
+// describes (Options.AdvertisedAddr is then required).
+func (s *Server) Serve(ln net.Listener) error { return s.ServeListener(ln, *s.optionsListener) }
+
+// ServeListener accepts connections on ln until Close, served as l says:
+// TLS first on SSL and SASL_SSL, SASL before anything else on SASL_*,
+// and l's addresses in Metadata and FindCoordinator answers. Call it once
+// per listener, each on its own goroutine.
+func (s *Server) ServeListener(ln net.Listener, l Listener) error {
+	if err := l.check(); err != nil {
+		ln.Close()
+		return err
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		ln.Close()
 		return net.ErrClosed
 	}
-	s.ln = ln
+	s.lns = append(s.lns, ln)
+	if l.TLS != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			l.TLS.Run(s.reloads, s.opts.TLSReloadInterval)
+		}()
+	}
 	s.mu.Unlock()
 	var backoff time.Duration
 	for {
@@ -125,7 +165,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
-		c := newClientConn(s, nc)
+		c := newListenerConn(s, nc, &l)
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
@@ -152,8 +192,9 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
-	if s.ln != nil {
-		s.ln.Close()
+	s.stopReloads()
+	for _, ln := range s.lns {
+		ln.Close()
 	}
 	for c := range s.conns {
 		c.close()

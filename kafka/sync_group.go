@@ -10,13 +10,22 @@ package kafka
 //   - Errors: UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
 //     REBALANCE_IN_PROGRESS, INCONSISTENT_GROUP_PROTOCOL (v5+ protocol
 //     type or name that differs from the group's).
+//   - Authorization: READ on the group, else GROUP_AUTHORIZATION_FAILED.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func (s *Server) handleSyncGroup(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
-	resp := s.broker.Groups().SyncGroup(c.ctx, kreq.(*kmsg.SyncGroupRequest))
+	req := kreq.(*kmsg.SyncGroupRequest)
+	auth := c.authorizer()
+	if !auth.group(kmsg.ACLOperationRead, req.Group) {
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
+	resp := s.broker.Groups().SyncGroup(c.ctx, req)
 	if resp == nil {
 		return nil, errConnClosing
 	}

@@ -38,10 +38,14 @@
 // Append writes with WriteAt and does not fsync; Sync (and Close, and every
 // roll for the sealed segment) fsyncs and then advances recovery-point. Open
 // validates every batch in segments that may extend past the recovery
-// point and truncates at the first torn or corrupt batch, dropping later
-// segments, so a crash never leaves a partial batch readable. An fsync
-// failure is sticky (ErrLogFailed): the page cache can no longer be trusted
-// and the log must be reopened.
+// point (framing, CRC, offsets continuing without a gap) and truncates at
+// the first torn or corrupt batch, dropping the later segments that then no
+// longer continue the offsets, so a crash never leaves a partial batch
+// readable. Segments wholly below the recovery point are trusted, as in
+// Kafka: Open reads only their index files, whose entries carry CRCs, and
+// the batches after the last offset index entry. An fsync failure is
+// sticky (ErrLogFailed): the page cache can no longer be trusted and the
+// log must be reopened.
 //
 // Every multi-step change orders its disk writes around one commit point,
 // so that Open after a crash at any moment finds the old or the new log:

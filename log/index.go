@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"sort"
 )
@@ -15,19 +16,28 @@ import (
 //
 //	offset  size  field
 //	     0     4  magic "WOIX"
-//	     4     1  version (=1)
+//	     4     1  version (=2)
 //	     5     3  reserved, zero
-//	     8     8  entry 0: relativeOffset u32 (baseOffset - segment base) | position u32
-//	    16     8  entry 1 ...
+//	     8    12  entry 0: relativeOffset u32 (baseOffset - segment base) | position u32 | crc u32
+//	    20    12  entry 1 ...
+//
+// crc is the CRC-32C of the segment's base offset (8 bytes) followed by
+// the entry's first 8 bytes: sealed segments below the recovery point are
+// opened from their indexes without reading their batches, so a damaged
+// entry that still looked ordered, or a valid one from another segment's
+// index, would send reads to the middle of a batch, and nothing else would
+// notice. Version 1 had no crc; such files fail the header check and are
+// rebuilt.
 //
 // The file is a cache: it is rebuilt from the .log whenever it is missing,
 // has a bad header or length, or fails the sanity check in load. All entries
 // are also held in memory (8 bytes per ~4 KiB of log) so lookups do no I/O.
 const (
 	indexHeaderLen  = 8
-	indexEntryLen   = 8
-	indexVersion    = 1
+	indexEntryLen   = 12
+	indexVersion    = 2
 	offsetIndexMagc = "WOIX"
+	entryCRCLen     = 4
 )
 
 var errInsaneIndex = errors.New("index failed sanity check")
@@ -66,14 +76,17 @@ func checkIndexHeader(b []byte, magic string, entryLen int) error {
 
 // loadOffsetIndex parses and sanity-checks an index against the size of its
 // log file. Any failure means "rebuild", never "fail Open".
-func loadOffsetIndex(b []byte, logSize int64) ([]indexEntry, error) {
+func loadOffsetIndex(b []byte, base, logSize int64) ([]indexEntry, error) {
 	if err := checkIndexHeader(b, offsetIndexMagc, indexEntryLen); err != nil {
 		return nil, err
 	}
 	n := (len(b) - indexHeaderLen) / indexEntryLen
 	es := make([]indexEntry, n)
 	for i := range es {
-		p := b[indexHeaderLen+i*indexEntryLen:]
+		p := b[indexHeaderLen+i*indexEntryLen:][:indexEntryLen]
+		if !entryCRCValid(p, base) {
+			return nil, fmt.Errorf("%w: entry %d fails its crc", errInsaneIndex, i)
+		}
 		es[i] = indexEntry{rel: binary.BigEndian.Uint32(p), pos: binary.BigEndian.Uint32(p[4:])}
 		if int64(es[i].pos) >= logSize {
 			return nil, fmt.Errorf("%w: position %d beyond log size %d", errInsaneIndex, es[i].pos, logSize)
@@ -95,12 +108,29 @@ func lookupIndex(es []indexEntry, rel uint32) int64 {
 	return int64(es[i-1].pos)
 }
 
-func encodeIndexEntries(dst []byte, es []indexEntry) []byte {
+func encodeIndexEntries(dst []byte, base int64, es []indexEntry) []byte {
 	for _, e := range es {
+		start := len(dst)
 		dst = binary.BigEndian.AppendUint32(dst, e.rel)
 		dst = binary.BigEndian.AppendUint32(dst, e.pos)
+		dst = binary.BigEndian.AppendUint32(dst, segmentCRC(base, dst[start:]))
 	}
 	return dst
+}
+
+// segmentCRC is the CRC-32C of a segment's base offset followed by b. The
+// index files protect their entries (and the time index its header) with
+// it, so that they are valid only in their own segment's index.
+func segmentCRC(base int64, b []byte) uint32 {
+	var prefix [8]byte
+	binary.BigEndian.PutUint64(prefix[:], uint64(base))
+	return crc32.Update(crc32.Checksum(prefix[:], crcTable), crcTable, b)
+}
+
+// entryCRCValid checks the crc that ends entry p of segment base's index.
+func entryCRCValid(p []byte, base int64) bool {
+	n := len(p) - entryCRCLen
+	return segmentCRC(base, p[:n]) == binary.BigEndian.Uint32(p[n:])
 }
 
 // writeIndexFile replaces the whole content of an index file; used after a

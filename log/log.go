@@ -333,6 +333,7 @@ func (l *Log) roll(indexInterval int) (*segment, error) {
 	l.mu.Lock()
 	old.publish(&x, old.size, old.next)
 	l.mu.Unlock()
+	old.markTimeIndex(true)
 	// Syncing here is what lets the recovery point skip sealed segments.
 	if err := old.sync(); err != nil {
 		return nil, l.fail(fmt.Errorf("sync rolled segment %d: %w", old.base, err))

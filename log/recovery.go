@@ -133,10 +133,11 @@ func listSegments(fsys FS, dir string) ([]int64, error) {
 
 // recover rebuilds the in-memory state from disk. Segments that may hold
 // data past the recovery point are scanned batch by batch (framing, magic,
-// CRC, increasing offsets); the first bad batch and everything after it —
-// in its segment and in all later segments — is truncated away, because a
-// crash can tear only the unsynced tail. Older segments trust their indexes
-// if they pass a sanity check and are rescanned otherwise.
+// CRC, offsets continuing without a gap) and truncated at the first bad
+// batch; a crash can tear only the unsynced tail. Every later segment
+// then no longer continues the log and is dropped, unless what was cut
+// held no batch at all. Older segments trust their indexes if they pass a
+// sanity check and are rescanned otherwise.
 func (l *Log) recover() error {
 	lg := l.cfg.Logger.With("dir", l.dir)
 	bases, err := listSegments(l.fsys, l.dir)
@@ -181,6 +182,18 @@ func (l *Log) recover() error {
 	// point moves; syncing every sealed segment would make Open O(log).
 	var dirty []*segment
 	for i, base := range bases {
+		if i > 0 && base != l.segs[i-1].next {
+			// Offsets must be contiguous across segments: the previous
+			// segment lost its tail (a torn or damaged batch), or this
+			// one outlived a truncation. Segments after a gap are never
+			// part of the log, intact or not.
+			lg.Warn("segment does not continue the previous one; dropping it and later segments",
+				"segment", base, "expected", l.segs[i-1].next)
+			for _, b := range bases[i:] {
+				newSegment(l.fsys, l.dir, b).removeFiles()
+			}
+			break
+		}
 		s := newSegment(l.fsys, l.dir, base)
 		if err := s.openFiles(false); err != nil {
 			return err
@@ -193,36 +206,24 @@ func (l *Log) recover() error {
 		last := i == len(bases)-1
 		scan := last || bases[i+1] > rp
 		if !scan {
-			if err := s.loadIndexes(st.Size()); err != nil {
+			if err := s.loadIndexes(st.Size(), bases[i+1]); err != nil {
 				lg.Warn("rebuilding segment indexes", "segment", base, "reason", err)
 				scan = true
 			}
 		}
-		truncated := false
 		if scan {
-			if truncated, err = s.scanAndRebuild(st.Size(), l.cfg.IndexIntervalBytes, !last, nowMs); err != nil {
+			truncated, err := s.scanAndRebuild(st.Size(), l.cfg.IndexIntervalBytes, !last, nowMs)
+			if err != nil {
 				return err
 			}
 			dirty = append(dirty, s)
 			if truncated {
+				// Later segments stay only if this one still ends
+				// where the next begins: then what was cut held no
+				// batch (garbage after the last one), and nothing
+				// that follows depends on it.
 				lg.Warn("truncated corrupt or torn log tail", "segment", base, "valid_bytes", s.size, "file_bytes", st.Size())
 			}
-		}
-		if i > 0 && s.base != l.segs[i-1].next {
-			// Offsets must be contiguous across segments; a mismatch
-			// means an earlier segment lost its tail.
-			lg.Warn("segment does not continue previous one; dropping it and later segments",
-				"segment", base, "expected", l.segs[i-1].next)
-			l.segs = l.segs[:i]
-			s.deleted.Store(true)
-			s.release()
-			truncated = true
-		}
-		if truncated {
-			for _, b := range bases[i+1:] {
-				newSegment(l.fsys, l.dir, b).removeFiles()
-			}
-			break
 		}
 	}
 
@@ -275,13 +276,16 @@ func (l *Log) recover() error {
 
 // loadIndexes trusts a sealed segment's index files after a sanity check,
 // then walks the few batches after the last index entry to learn the
-// segment's end offset and largest timestamp.
-func (s *segment) loadIndexes(size int64) error {
+// segment's largest timestamp. end is the next segment's base offset: the
+// log keeps segments contiguous, so a sealed segment that does not end
+// exactly there holds bytes that are not its own, such as a well-framed
+// batch appended by damage, which only a full scan can tell from the rest.
+func (s *segment) loadIndexes(size, end int64) error {
 	b, err := readFile(s.fsys, segmentName(s.dir, s.base, extIndex))
 	if err != nil {
 		return err
 	}
-	es, err := loadOffsetIndex(b, size)
+	es, err := loadOffsetIndex(b, s.base, size)
 	if err != nil {
 		return err
 	}
@@ -303,8 +307,8 @@ func (s *segment) loadIndexes(size int64) error {
 		if first && h.BaseOffset != wantBase {
 			return fmt.Errorf("%w: last entry points at offset %d, want %d", errInsaneIndex, h.BaseOffset, wantBase)
 		}
-		if h.BaseOffset < next && !first {
-			return fmt.Errorf("%w: offsets not increasing at %d", errInsaneIndex, h.BaseOffset)
+		if !first && h.BaseOffset != next {
+			return fmt.Errorf("%w: batch at offset %d follows one ending at %d", errInsaneIndex, h.BaseOffset, next-1)
 		}
 		if h.MaxTimestamp > maxTs {
 			maxTs, offMaxTs = h.MaxTimestamp, h.BaseOffset
@@ -314,11 +318,14 @@ func (s *segment) loadIndexes(size int64) error {
 	if size == 0 || !s.relOffsetFits(next-1) {
 		return fmt.Errorf("%w: empty or oversized sealed segment", errInsaneIndex)
 	}
+	if next != end {
+		return fmt.Errorf("%w: sealed segment ends at offset %d, the next one starts at %d", errInsaneIndex, next, end)
+	}
 	tb, err := readFile(s.fsys, segmentName(s.dir, s.base, extTimeIndex))
 	if err != nil {
 		return err
 	}
-	tes, err := loadTimeIndex(tb, uint32(next-1-s.base))
+	tes, err := loadTimeIndex(tb, s.base, uint32(next-1-s.base))
 	if err != nil {
 		return err
 	}
@@ -348,7 +355,10 @@ func (s *segment) scanAndRebuild(size int64, interval int, sealed bool, nowMs in
 		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 			return false, err
 		}
-		if err != nil || h.BaseOffset < next || !s.relOffsetFits(h.LastOffset()) {
+		// The log never leaves gaps between batches, and baseOffset is
+		// the one header field the CRC does not cover: a batch that does
+		// not continue its predecessor is damaged, even with a valid CRC.
+		if err != nil || h.BaseOffset != next || !s.relOffsetFits(h.LastOffset()) {
 			break
 		}
 		if pos == 0 && h.MaxTimestamp >= 0 {
@@ -368,10 +378,10 @@ func (s *segment) scanAndRebuild(size int64, interval int, sealed bool, nowMs in
 	if sealed {
 		x.maybeTime()
 	}
-	if err := writeIndexFile(s.idx.f, offsetIndexMagc, encodeIndexEntries(nil, x.idx)); err != nil {
+	if err := writeIndexFile(s.idx.f, offsetIndexMagc, encodeIndexEntries(nil, s.base, x.idx)); err != nil {
 		s.idx.broken = true
 	}
-	if err := writeIndexFile(s.tidx.f, timeIndexMagic, encodeTimeEntries(nil, x.tim)); err != nil {
+	if err := writeTimeIndexFile(s.tidx.f, s.base, sealed, x.tim); err != nil {
 		s.tidx.broken = true
 	}
 	s.idx.entries, s.tidx.entries = x.idx, x.tim

@@ -95,7 +95,7 @@ func createSegment(fsys FS, dir string, base int64, nowMs int64) (*segment, erro
 		s.closeFiles()
 		return nil, err
 	}
-	if err := writeIndexFile(s.tidx.f, timeIndexMagic, nil); err != nil {
+	if err := writeTimeIndexFile(s.tidx.f, s.base, false, nil); err != nil {
 		s.closeFiles()
 		return nil, err
 	}
@@ -241,15 +241,28 @@ func (x *indexer) maybeTime() {
 func (s *segment) writeIndexes(x *indexer) {
 	if len(x.idx) > 0 && !s.idx.broken {
 		off := int64(indexHeaderLen + len(s.idx.entries)*indexEntryLen)
-		if _, err := s.idx.f.WriteAt(encodeIndexEntries(nil, x.idx), off); err != nil {
+		if _, err := s.idx.f.WriteAt(encodeIndexEntries(nil, s.base, x.idx), off); err != nil {
 			s.idx.broken = true
 		}
 	}
 	if len(x.tim) > 0 && !s.tidx.broken {
-		off := int64(indexHeaderLen + len(s.tidx.entries)*timeEntryLen)
-		if _, err := s.tidx.f.WriteAt(encodeTimeEntries(nil, x.tim), off); err != nil {
+		off := int64(timeIndexHeaderLen + len(s.tidx.entries)*timeEntryLen)
+		if _, err := s.tidx.f.WriteAt(encodeTimeEntries(nil, s.base, x.tim), off); err != nil {
 			s.tidx.broken = true
 		}
+	}
+}
+
+// markTimeIndex rewrites the time index header: sealed with the entries
+// written so far (on roll), or not sealed (when TruncateTo makes a sealed
+// segment active again). Like writeIndexes, a failure only marks the file
+// broken. Caller holds Log.appendMu.
+func (s *segment) markTimeIndex(sealed bool) {
+	if s.tidx.broken {
+		return
+	}
+	if _, err := s.tidx.f.WriteAt(timeIndexHeader(s.base, sealed, len(s.tidx.entries)), 0); err != nil {
+		s.tidx.broken = true
 	}
 }
 

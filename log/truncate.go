@@ -99,6 +99,11 @@ func (l *Log) TruncateTo(offset int64) error {
 	//     then is harmless, since every segment but the last was fsynced
 	//     when it was sealed and Open always scans the last. Left there,
 	//     though, it would claim the refilled range synced.
+	if wasSealed {
+		// The segment is active again; its sealed entry count would no
+		// longer hold once it grows.
+		s.markTimeIndex(false)
+	}
 	if inPlace {
 		if err := s.log.Truncate(cut.pos); err != nil {
 			releaseAll(dead)
@@ -291,7 +296,7 @@ func (s *segment) truncateIndexFiles(nIdx, nTime int) {
 		}
 	}
 	if !s.tidx.broken {
-		if err := s.tidx.f.Truncate(int64(indexHeaderLen + nTime*timeEntryLen)); err != nil {
+		if err := s.tidx.f.Truncate(int64(timeIndexHeaderLen + nTime*timeEntryLen)); err != nil {
 			s.tidx.broken = true
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -43,7 +42,11 @@ func run(args []string) error {
 	defer stop()
 
 	reg := prometheus.NewRegistry()
-	b, err := broker.Open(broker.Options{Node: node, Logger: logger, Registerer: reg, Now: testClock()})
+	logFS, err := chaosLogFS(logger)
+	if err != nil {
+		return err
+	}
+	b, err := broker.Open(broker.Options{Node: node, Logger: logger, Registerer: reg, Now: testClock(), LogFS: logFS})
 	if err != nil {
 		return fmt.Errorf("open broker: %w", err)
 	}
@@ -61,33 +64,35 @@ func run(args []string) error {
 		QueuedMaxRequestBytes:         node.QueuedMaxRequestBytes,
 		ConnectionMaxUnwrittenBytes:   node.ConnectionMaxUnwrittenBytes,
 		ConnectionMaxInflightRequests: node.ConnectionMaxInflightRequests,
-		SASLMechanisms:                node.KafkaSASLMechanisms,
-		AdvertisedAddr:                node.AdvertisedKafkaAddr,
+		TLSReloadInterval:             node.TLSReloadInterval,
 		Logger:                        logger,
 		Registerer:                    metricsRegisterer(b, reg),
 	})
 	if err != nil {
 		return err
 	}
-	kafkaLn, err := net.Listen("tcp", node.KafkaAddr)
+	kafkaLns, err := listenKafka(node, logger)
 	if err != nil {
-		return fmt.Errorf("kafka listener: %w", err)
+		return err
 	}
-	adminLn, err := net.Listen("tcp", node.AdminAddr)
+	adminLn, err := listenAdmin(ctx, node, logger)
 	if err != nil {
-		kafkaLn.Close()
-		return fmt.Errorf("admin listener: %w", err)
+		closeKafkaListeners(kafkaLns)
+		return err
 	}
-	admin := &http.Server{Handler: adminHandler(b, reg), ReadHeaderTimeout: 10 * time.Second}
+	admin := newAdminServer(adminHandler(b, reg, logger), logger)
 
-	errc := make(chan error, 2)
-	go func() { errc <- srv.Serve(kafkaLn) }()
+	errc := make(chan error, len(kafkaLns)+1)
+	for _, l := range kafkaLns {
+		go func() { errc <- srv.ServeListener(l.ln, l.spec) }()
+	}
 	go func() {
 		if err := admin.Serve(adminLn); !errors.Is(err, http.ErrServerClosed) {
 			errc <- fmt.Errorf("admin server: %w", err)
 		}
 	}()
-	logger.Info("weir started", "node_id", node.NodeID, "kafka_addr", kafkaLn.Addr().String(),
+	logger.Info("weir started", "node_id", node.NodeID, "kafka_addr", kafkaLns[0].ln.Addr().String(),
+		"listeners", describeKafkaListeners(kafkaLns),
 		"admin_addr", adminLn.Addr().String(), "data_dir", node.DataDir, "cluster_id", b.ClusterID())
 
 	var runErr error

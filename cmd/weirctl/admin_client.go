@@ -20,7 +20,10 @@ const (
 
 	// adminURLHelp is the sentence every admin-API command's help repeats,
 	// so users learn the same precedence everywhere.
-	adminURLHelp = "The URL comes from --admin-url, else " + adminURLEnv + ", else " + defaultAdminURL + "."
+	adminURLHelp = "The URL comes from --admin-url, else " + adminURLEnv + ", else " + defaultAdminURL + ".\n" +
+		"When the cluster sets admin_api_require_auth, pass --admin-user and\n" +
+		"--admin-password (or " + adminUserEnv + " and " + adminPasswordEnv + "), or a client\n" +
+		"certificate (--admin-tls-cert, --admin-tls-key) to an https:// URL."
 
 	// maxAdminResponse bounds what weirctl buffers from a broker, so a
 	// wrong URL pointing at something that streams cannot exhaust memory.
@@ -33,14 +36,20 @@ type adminClient struct {
 	http *http.Client
 }
 
-// addAdminURLFlag registers --admin-url on cmd for it and its subcommands
-// and returns how they build their client. The URL is resolved only when
-// a subcommand runs, after flags are parsed.
+// addAdminURLFlag registers --admin-url and the credential flags
+// (admin_client_auth.go) on cmd for it and its subcommands and returns
+// how they build their client. The URL and credentials are resolved only
+// when a subcommand runs, after flags are parsed.
 func addAdminURLFlag(cmd *cobra.Command, g *globalOptions) func() *adminClient {
-	var adminURL string
-	cmd.PersistentFlags().StringVar(&adminURL, "admin-url", "", "admin API base URL (env "+adminURLEnv+", default "+defaultAdminURL+")")
+	var (
+		adminURL string
+		creds    adminCredentials
+	)
+	cmd.PersistentFlags().StringVar(&adminURL, "admin-url", "", "admin API base URL, http:// or https:// (env "+adminURLEnv+", default "+defaultAdminURL+")")
+	addAdminCredentialFlags(cmd, &creds)
 	return func() *adminClient {
-		return &adminClient{base: resolveAdminURL(adminURL), http: &http.Client{Timeout: g.timeout}}
+		base := resolveAdminURL(adminURL)
+		return &adminClient{base: base, http: newAdminHTTPClient(base, creds, g.timeout)}
 	}
 }
 
@@ -69,6 +78,10 @@ type adminError struct {
 }
 
 func (e *adminError) Error() string {
+	if e.status == http.StatusUnauthorized || e.status == http.StatusForbidden {
+		// The message says what to do; the code adds nothing.
+		return "admin API: " + e.message
+	}
 	if len(e.problems) == 0 {
 		return fmt.Sprintf("admin API: %d %s", e.status, e.message)
 	}
@@ -100,6 +113,31 @@ func parseAdminError(status int, data []byte) *adminError {
 	}
 	if e.message == "" && len(e.problems) == 0 {
 		e.message = http.StatusText(status)
+	}
+	return e
+}
+
+// refusal is the error for a non-2xx answer. A 401 says which flags
+// give credentials, or that the ones given were refused; a 403 keeps the
+// broker's message ("user bob is not a superuser: ...").
+func (c *adminClient) refusal(status int, data []byte) *adminError {
+	e := parseAdminError(status, data)
+	switch status {
+	case http.StatusUnauthorized:
+		switch sent := sentCredentials(c.http); {
+		case sent.user != "":
+			e.message = fmt.Sprintf("user %s: %s", sent.user, e.message)
+		case sent.certFile != "":
+			e.message = "authentication required: the broker did not accept the client certificate " + sent.certFile +
+				"; pass --admin-user/--admin-password"
+		default:
+			e.message = "authentication required: pass --admin-user/--admin-password (or " +
+				adminUserEnv + "/" + adminPasswordEnv + ")"
+		}
+	case http.StatusForbidden:
+		if e.message == http.StatusText(status) {
+			e.message = "forbidden: changes need a superuser (the superusers property)"
+		}
 	}
 	return e
 }
@@ -143,7 +181,7 @@ func (c *adminClient) send(ctx context.Context, method, path, contentType string
 		return fmt.Errorf("admin API: reading %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return parseAdminError(resp.StatusCode, data)
+		return c.refusal(resp.StatusCode, data)
 	}
 	if out == nil {
 		return nil

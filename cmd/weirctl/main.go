@@ -39,6 +39,10 @@ type globalOptions struct {
 	brokers []string
 	format  string
 	timeout time.Duration
+	// security holds the SASL and TLS flags (kafka_security.go);
+	// securityOpts is what they become once checked.
+	security     kafkaSecurity
+	securityOpts []kgo.Opt
 }
 
 // newRootCommand builds the whole command tree. Output goes to out; tests
@@ -65,6 +69,7 @@ func newRootCommand(out io.Writer) *cobra.Command {
 					brokers = env
 				}
 			}
+			g.security.fromEnvironment(cmd.Flags())
 			return g.finish(brokers)
 		},
 	}
@@ -74,6 +79,7 @@ func newRootCommand(out io.Writer) *cobra.Command {
 	pf.StringVar(&brokers, "brokers", defaultBrokers, "comma-separated seed brokers (env "+brokersEnv+")")
 	pf.StringVar(&g.format, "format", formatTable, "output format: table, json or yaml (produce and consume stream one JSON\nobject per line, or one YAML document per record opened by ---)")
 	pf.DurationVar(&g.timeout, "timeout", 10*time.Second, "timeout for each admin call, record delivery, and bench stalls")
+	addKafkaSecurityFlags(root, &g.security)
 
 	root.AddCommand(
 		newTopicCommand(g),
@@ -105,7 +111,8 @@ func (g *globalOptions) finish(brokers string) error {
 	if g.timeout <= 0 {
 		return fmt.Errorf("--timeout must be positive, got %s", g.timeout)
 	}
-	return nil
+	g.securityOpts, err = g.security.clientOpts()
+	return err
 }
 
 func parseBrokers(s string) ([]string, error) {
@@ -136,6 +143,7 @@ func (g *globalOptions) clientOpts(extra ...kgo.Opt) []kgo.Opt {
 		kgo.RetryTimeout(g.timeout),
 		kgo.ClientID("weirctl"),
 	}
+	opts = append(opts, g.securityOpts...)
 	return append(opts, extra...)
 }
 

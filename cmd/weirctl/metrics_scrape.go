@@ -73,7 +73,7 @@ func (c *adminClient) scrapeMetrics(ctx context.Context) (metricFamilies, error)
 		if resp.StatusCode == http.StatusNotFound {
 			return nil, fmt.Errorf("scraping %s: 404: metrics are off on this broker (disable_metrics) or this is not a weir admin API", url)
 		}
-		return nil, fmt.Errorf("scraping %s: %w", url, parseAdminError(resp.StatusCode, data))
+		return nil, fmt.Errorf("scraping %s: %w", url, c.refusal(resp.StatusCode, data))
 	}
 	data, err := io.ReadAll(body)
 	if err != nil {

@@ -66,6 +66,9 @@ type fakeBroker struct {
 	page    string
 	brokers []adminBroker
 	accept  string
+	// user and password, when set, are the only basic credentials
+	// answered; anything else is 401, as a broker requiring them does.
+	user, password string
 }
 
 func newFakeBroker(t *testing.T, page brokerPage) *fakeBroker {
@@ -74,6 +77,12 @@ func newFakeBroker(t *testing.T, page brokerPage) *fakeBroker {
 	fb.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fb.mu.Lock()
 		defer fb.mu.Unlock()
+		if user, password, _ := r.BasicAuth(); fb.user != "" && (user != fb.user || password != fb.password) {
+			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"message":"authentication required"}`))
+			return
+		}
 		switch r.URL.Path {
 		case "/metrics":
 			fb.accept = r.Header.Get("Accept")
@@ -96,6 +105,12 @@ func (fb *fakeBroker) addr() string { return strings.TrimPrefix(fb.srv.URL, "htt
 func (fb *fakeBroker) setPage(p brokerPage) {
 	fb.mu.Lock()
 	fb.page = p.text()
+	fb.mu.Unlock()
+}
+
+func (fb *fakeBroker) requireCredentials(user, password string) {
+	fb.mu.Lock()
+	fb.user, fb.password = user, password
 	fb.mu.Unlock()
 }
 

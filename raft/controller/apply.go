@@ -142,6 +142,10 @@ func apply(opts *Options, cur *View, index uint64, e Entry) (*View, Result) {
 		r = t.allocateProducerIDs(c)
 	case AlterScramCredentials:
 		r = t.alterScramCredentials(c)
+	case CreateACLs:
+		r = t.createACLs(c)
+	case DeleteACLs:
+		r = t.deleteACLs(c)
 	default:
 		r = Result{Err: errorf(kerr.UnsupportedVersion, "unknown command %T", e.Cmd)}
 	}
@@ -182,9 +186,13 @@ func (t *txn) registerBroker(c RegisterBroker) Result {
 	case c.ClusterID != "" && t.next.clusterID != "" && c.ClusterID != t.next.clusterID:
 		return Result{Err: errorf(kerr.InconsistentClusterID, "node %d belongs to cluster %q; this is cluster %q", c.NodeID, c.ClusterID, t.next.clusterID)}
 	}
+	if err := checkListeners(c.NodeID, c.Listeners); err != nil {
+		return Result{Err: err}
+	}
 	reg := BrokerRegistration{
 		NodeID: c.NodeID, Incarnation: c.Incarnation, KafkaAddr: c.KafkaAddr, RPCAddr: c.RPCAddr,
 		Rack: c.Rack, AdminAddr: c.AdminAddr, Epoch: t.index, RegisteredMs: t.nowMs, LastHeartbeatMs: t.nowMs,
+		Listeners: slices.Clone(c.Listeners),
 	}
 	if old, ok := t.cur.brokers[c.NodeID]; ok {
 		if old.Incarnation != c.Incarnation && t.live(old) {

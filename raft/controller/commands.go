@@ -53,6 +53,9 @@ const (
 	CmdAllocateProducerIDs  CommandType = 12
 	// CmdAlterScramCredentials is in scram.go.
 	CmdAlterScramCredentials CommandType = 13
+	// CmdCreateACLs and CmdDeleteACLs are in acl.go.
+	CmdCreateACLs CommandType = 14
+	CmdDeleteACLs CommandType = 15
 )
 
 var commandNames = map[CommandType]string{
@@ -69,6 +72,8 @@ var commandNames = map[CommandType]string{
 	CmdReportLeader:          "ReportLeader",
 	CmdAllocateProducerIDs:   "AllocateProducerIDs",
 	CmdAlterScramCredentials: "AlterScramCredentials",
+	CmdCreateACLs:            "CreateACLs",
+	CmdDeleteACLs:            "DeleteACLs",
 }
 
 func (t CommandType) String() string {
@@ -81,10 +86,10 @@ func (t CommandType) String() string {
 // currentVersion is the version each command type is encoded at. Raise it
 // (and teach decodeCommand the old one) when a command's fields change.
 var currentVersion = map[CommandType]uint8{
-	CmdInitCluster: 1, CmdRegisterBroker: 1, CmdHeartbeat: 1, CmdUnregisterBroker: 1,
+	CmdInitCluster: 1, CmdRegisterBroker: 2, CmdHeartbeat: 1, CmdUnregisterBroker: 1,
 	CmdCreateTopic: 1, CmdDeleteTopic: 1, CmdCreatePartitions: 1, CmdAlterTopicConfig: 1,
 	CmdSetClusterProperties: 1, CmdSetLicense: 1, CmdReportLeader: 1, CmdAllocateProducerIDs: 1,
-	CmdAlterScramCredentials: 1,
+	CmdAlterScramCredentials: 1, CmdCreateACLs: 1, CmdDeleteACLs: 1,
 }
 
 // Command is one of the command structs of this file.
@@ -118,6 +123,9 @@ type RegisterBroker struct {
 	AdminAddr   string        `json:"admin_addr,omitempty"`
 	// ClusterID, when set, must match the cluster's.
 	ClusterID string `json:"cluster_id,omitempty"`
+	// Listeners are every Kafka listener (version 2), the first being
+	// KafkaAddr's; version 1 had KafkaAddr only.
+	Listeners []ListenerEndpoint `json:"listeners,omitempty"`
 }
 
 // Heartbeat renews a broker's session at the entry's time.
@@ -322,14 +330,15 @@ func Decode(b []byte) (Entry, error) {
 	return Entry{TimeMs: ts, Cmd: cmd}, nil
 }
 
-// decodeCommand decodes one version of one type. Every type is at version
-// 1 today; a later version adds a case that upgrades the old struct.
-func decodeCommand(t CommandType, _ uint8, body []byte) (Command, error) {
+// decodeCommand decodes one version of one type. A type past version 1
+// decodes its old versions into the current struct (RegisterBroker: see
+// decodeRegisterBroker).
+func decodeCommand(t CommandType, ver uint8, body []byte) (Command, error) {
 	switch t {
 	case CmdInitCluster:
 		return decodeBody[InitCluster](body)
 	case CmdRegisterBroker:
-		return decodeBody[RegisterBroker](body)
+		return decodeRegisterBroker(ver, body)
 	case CmdHeartbeat:
 		return decodeBody[Heartbeat](body)
 	case CmdUnregisterBroker:
@@ -352,6 +361,10 @@ func decodeCommand(t CommandType, _ uint8, body []byte) (Command, error) {
 		return decodeBody[AllocateProducerIDs](body)
 	case CmdAlterScramCredentials:
 		return decodeBody[AlterScramCredentials](body)
+	case CmdCreateACLs:
+		return decodeBody[CreateACLs](body)
+	case CmdDeleteACLs:
+		return decodeBody[DeleteACLs](body)
 	}
 	return nil, fmt.Errorf("%w: unknown command type %d", ErrUnsupportedVersion, t)
 }
@@ -398,6 +411,8 @@ type Result struct {
 	ConfigVersion   int64  // SetClusterProperties
 	LicenseVersion  int64  // SetLicense
 	FirstProducerID int64  // AllocateProducerIDs
+	// DeletedACLs holds, per DeleteACLs filter, the bindings it removed.
+	DeletedACLs [][]ACLBinding
 }
 
 // ErrorCode is the Kafka error code of r.Err.

@@ -6,12 +6,15 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func allCommands() []Command {
 	return []Command{
 		InitCluster{ClusterID: "c"},
-		RegisterBroker{NodeID: 1, Incarnation: incarnation(1), KafkaAddr: "h:9092", RPCAddr: "h:33145", Rack: "a", ClusterID: "c"},
+		RegisterBroker{NodeID: 1, Incarnation: incarnation(1), KafkaAddr: "h:9092", RPCAddr: "h:33145", Rack: "a", ClusterID: "c",
+			Listeners: []ListenerEndpoint{{Name: "PLAINTEXT", Addr: "h:9092"}, {Name: "SSL", Addr: "h:9093", SecurityProtocol: "SSL"}}},
 		Heartbeat{NodeID: 1, Epoch: 7},
 		UnregisterBroker{NodeID: 1, Epoch: 7},
 		CreateTopic{Name: "t", ID: topicID(1), Partitions: 3, ReplicationFactor: 2, Assignment: [][]int32{{1, 2}}, Configs: map[string]string{"b": "2", "a": "1"}, Internal: true, PlacementSeed: 99},
@@ -24,6 +27,10 @@ func allCommands() []Command {
 		AllocateProducerIDs{NodeID: 1, Epoch: 2, Count: 1000},
 		AlterScramCredentials{Deletions: []ScramCredentialKey{{User: "bob", Mechanism: ScramSHA512}},
 			Upsertions: []ScramCredential{testScramCredential("alice", ScramSHA256)}},
+		CreateACLs{Bindings: []ACLBinding{aclTopicLiteral, aclCluster}},
+		DeleteACLs{Filters: []ACLFilter{anyACL(), {ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: strp("orders"),
+			PatternType: kmsg.ACLResourcePatternTypeMatch, Principal: strp("User:alice"), Host: strp("*"),
+			Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow}}},
 	}
 }
 
@@ -34,7 +41,7 @@ func TestEncodeDecodeEveryCommand(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%T: %v", c, err)
 		}
-		if b[0] != commandMagic || CommandType(b[1]) != c.Type() || b[2] != 1 || int64(binary.BigEndian.Uint64(b[3:])) != t0 {
+		if b[0] != commandMagic || CommandType(b[1]) != c.Type() || b[2] != currentVersion[c.Type()] || int64(binary.BigEndian.Uint64(b[3:])) != t0 {
 			t.Fatalf("%T: header % x", c, b[:commandHeaderLen])
 		}
 		e, err := Decode(b)

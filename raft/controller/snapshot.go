@@ -45,6 +45,10 @@ type snapshotV1 struct {
 	NextProducerID int64                `json:"next_producer_id"`
 	// ScramCredentials, sorted by user and mechanism.
 	ScramCredentials []ScramCredential `json:"scram_credentials,omitempty"`
+	// ACLs, sorted as View.ACLs lists them, and the index that last
+	// changed them.
+	ACLs      []ACLBinding `json:"acls,omitempty"`
+	ACLsIndex uint64       `json:"acls_index,omitempty"`
 }
 
 type snapshotProperty struct {
@@ -63,6 +67,8 @@ func (v *View) EncodeSnapshot(w io.Writer) error {
 		Properties:    make([]snapshotProperty, 0, len(v.props)),
 		ConfigVersion: v.configVersion, License: v.license, NextProducerID: v.nextProducerID,
 		ScramCredentials: v.ScramCredentials(),
+		ACLs:             v.acls, // read-only: marshalled, not kept
+		ACLsIndex:        v.aclsIndex,
 	}
 	for _, n := range v.TopicNames() {
 		s.Topics = append(s.Topics, v.topics[n]) // read-only: marshalled, not kept
@@ -167,6 +173,18 @@ func decodeSnapshot(r io.Reader, timeoutView *View) (*View, error) {
 		}
 		v.scram[c.User][c.Mechanism] = c
 	}
+	for i, b := range s.ACLs {
+		if err := ValidateACLBinding(b); err != nil {
+			return nil, fmt.Errorf("%w: ACL %+v: %v", ErrBadSnapshot, b, err)
+		}
+		if i > 0 && compareACLBindings(s.ACLs[i-1], b) >= 0 {
+			return nil, fmt.Errorf("%w: ACLs out of order or repeated at %+v", ErrBadSnapshot, b)
+		}
+	}
+	if len(s.ACLs) > 0 {
+		v.acls = s.ACLs
+	}
+	v.aclsIndex = s.ACLsIndex
 	return v, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // richLog builds a harness whose state uses every part of the state.
@@ -32,6 +33,9 @@ func richLog(t *testing.T) *harness {
 	orders := h.s.View().Topic("orders")
 	h.ok(ReportLeader{TopicID: topicID(1), Partition: 3, Leader: orders.Partitions[3].Replicas[2], LeaderEpoch: 2, Term: 2})
 	h.ok(AllocateProducerIDs{NodeID: 2, Count: 1000})
+	h.ok(CreateACLs{Bindings: []ACLBinding{aclTopicLiteral, aclTopicPrefixed, aclGroup, aclCluster}})
+	h.ok(DeleteACLs{Filters: []ACLFilter{{ResourceType: kmsg.ACLResourceTypeGroup, PatternType: kmsg.ACLResourcePatternTypeAny,
+		Operation: kmsg.ACLOperationAny, Permission: kmsg.ACLPermissionTypeAny}}})
 	h.advance(3 * time.Second)
 	h.heartbeatAll(epochs)
 	h.fails(CreateTopic{Name: "orders", ID: topicID(9), Partitions: 1, ReplicationFactor: 1}, kerr.TopicAlreadyExists)
@@ -55,7 +59,8 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		t.Fatalf("restored state differs:\n%+v\n%+v", a, b)
 	}
 	if b.ConfigVersion() != 2 || b.License().Version != 1 || string(b.License().Blob) != "LIC:enterprise" ||
-		b.ClusterID() != "weir-test" || b.Created().IsZero() || b.NextProducerID() != 1000 || b.Index() != h.index {
+		b.ClusterID() != "weir-test" || b.Created().IsZero() || b.NextProducerID() != 1000 || b.Index() != h.index ||
+		len(b.ACLs()) != 3 || b.ACLsIndex() != a.ACLsIndex() || b.ACLsIndex() == 0 {
 		t.Fatalf("restored: version %d license %+v cluster %q pid %d index %d", b.ConfigVersion(), b.License(), b.ClusterID(), b.NextProducerID(), b.Index())
 	}
 	if p, _ := b.Property("fetch_max_bytes"); p.Version != 2 || p.Value != "1048576" {
@@ -128,7 +133,8 @@ func TestDeterminism(t *testing.T) {
 			changed[e.Cmd.Type()]++
 		}
 	}
-	for typ := CmdRegisterBroker; typ <= CmdAllocateProducerIDs; typ++ {
+	for _, typ := range []CommandType{CmdRegisterBroker, CmdHeartbeat, CmdUnregisterBroker, CmdCreateTopic, CmdDeleteTopic, CmdCreatePartitions,
+		CmdAlterTopicConfig, CmdSetClusterProperties, CmdSetLicense, CmdReportLeader, CmdAllocateProducerIDs, CmdCreateACLs, CmdDeleteACLs} {
 		if changed[typ] == 0 {
 			t.Errorf("random log: no %v changed the state", typ)
 		}
@@ -172,7 +178,7 @@ func randomCommand(rng *rand.Rand, v *View) Command {
 		name = names[rng.Intn(len(names))]
 		id = v.Topic(name).ID
 	}
-	switch rng.Intn(13) {
+	switch rng.Intn(15) {
 	case 0:
 		return RegisterBroker{NodeID: node, Incarnation: incarnation(byte(rng.Intn(3))), KafkaAddr: "k", RPCAddr: fmt.Sprintf("r%d", rng.Intn(2)), Rack: fmt.Sprintf("r%d", rng.Intn(3))}
 	case 1, 2, 3:
@@ -200,6 +206,16 @@ func randomCommand(rng *rand.Rand, v *View) Command {
 		return ReportLeader{TopicID: id, Partition: part, Leader: leader, LeaderEpoch: int32(term), Term: term}
 	case 11:
 		return UnregisterBroker{NodeID: node, Epoch: epoch}
+	case 12:
+		// An invalid principal now and then refuses the batch.
+		principals := []string{"User:alice", "User:bob", "User:*", "nobody"}
+		return CreateACLs{Bindings: []ACLBinding{
+			testACL(kmsg.ACLResourceTypeTopic, kmsg.ACLResourcePatternType(3+rng.Intn(2)), name, principals[rng.Intn(len(principals))], kmsg.ACLOperation(2+rng.Intn(11)), kmsg.ACLPermissionType(2+rng.Intn(2))),
+			testACL(kmsg.ACLResourceTypeGroup, kmsg.ACLResourcePatternTypeLiteral, fmt.Sprintf("g%d", rng.Intn(3)), principals[rng.Intn(3)], kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow),
+		}}
+	case 13:
+		return DeleteACLs{Filters: []ACLFilter{{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: &name, PatternType: kmsg.ACLResourcePatternTypeMatch,
+			Operation: kmsg.ACLOperation(1 + rng.Intn(12)), Permission: kmsg.ACLPermissionTypeAny}}}
 	default:
 		return AllocateProducerIDs{NodeID: node, Count: int32(rng.Intn(100))}
 	}

@@ -66,6 +66,10 @@ type BrokerRegistration struct {
 	RPCAddr     string        `json:"rpc_addr"`   // Raft/RPC listener, host:port
 	Rack        string        `json:"rack,omitempty"`
 	AdminAddr   string        `json:"admin_addr,omitempty"` // admin HTTP API, host:port
+	// Listeners are the broker's Kafka listeners, the first being
+	// KafkaAddr's; none in registrations from before named listeners
+	// (see Endpoint). Shared between copies: never modified.
+	Listeners []ListenerEndpoint `json:"listeners,omitempty"`
 	// Epoch is the broker epoch: the log index of the registration that
 	// created this incarnation's entry. Heartbeats must carry it.
 	Epoch        uint64 `json:"epoch"`
@@ -200,6 +204,10 @@ type View struct {
 	// scram holds SCRAM credentials by user, then mechanism. Maps are
 	// copied on write: a View never changes once published.
 	scram map[string]map[string]ScramCredential
+	// acls is sorted by compareACLBindings and replaced, never modified;
+	// aclsIndex is the index of the entry that last changed it.
+	acls      []ACLBinding
+	aclsIndex uint64
 }
 
 func emptyView(timeout time.Duration) *View {
