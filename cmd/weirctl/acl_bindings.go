@@ -14,9 +14,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// What `acl create`, `acl list` and `acl delete` share: the flags, in the
-// style of rpk acl and kafka-acls.sh, how they become a kadm.ACLBuilder,
-// and how bindings are printed.
+// What `acl create`, `acl list` and `acl delete` share: the command that
+// runs them, the flags, in the style of rpk acl and kafka-acls.sh, how
+// they become a kadm.ACLBuilder, and how bindings and the broker's
+// refusals are printed.
 
 // clusterResourceName is the one name the CLUSTER resource has.
 const clusterResourceName = "kafka-cluster"

@@ -11,33 +11,46 @@ import (
 	"time"
 )
 
-// handshake runs a TLS handshake between the two configurations over a
-// pipe and returns what the server saw, and each side's error.
+// handshake runs a TLS handshake between the two configurations over
+// loopback TCP and returns what the server saw, and each side's error.
 func handshake(t *testing.T, server, client *tls.Config) (tls.ConnectionState, error, error) {
 	t.Helper()
-	sc, cc := net.Pipe()
-	defer sc.Close()
-	defer cc.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
 	deadline := time.Now().Add(10 * time.Second)
-	sc.SetDeadline(deadline)
-	cc.SetDeadline(deadline)
+	ln.(*net.TCPListener).SetDeadline(deadline)
 	clientErr := make(chan error, 1)
 	go func() {
-		c := tls.Client(cc, client)
-		err := c.Handshake()
+		nc, err := net.DialTimeout("tcp", ln.Addr().String(), 10*time.Second)
+		if err != nil {
+			clientErr <- err
+			return
+		}
+		defer nc.Close()
+		nc.SetDeadline(deadline)
+		c := tls.Client(nc, client)
+		err = c.Handshake()
 		if err == nil {
 			// TLS 1.3 reports a refused client certificate on the first read.
 			_, err = c.Read(make([]byte, 1))
 		}
-		cc.Close()
 		clientErr <- err
 	}()
-	s := tls.Server(sc, server)
+	nc, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(deadline)
+	s := tls.Server(nc, server)
 	serverErr := s.Handshake()
 	if serverErr == nil {
 		s.Write([]byte{1})
 	}
-	sc.Close()
+	nc.Close()
 	return s.ConnectionState(), serverErr, <-clientErr
 }
 
