@@ -176,26 +176,55 @@ func TestRecoveryRebuildsIndexesThatPassedTheSanityCheck(t *testing.T) {
 	}
 }
 
-// Found by FuzzRecovery (testdata/fuzz/FuzzRecovery/8cf85d2ddd5737e4): a
-// well-framed batch with a bad CRC appended to a sealed segment below the
-// recovery point, its offsets continuing the segment's. The walk over the
-// batches after the last index entry reads headers only, took it, and the
-// segment then ended past the next one's base: every later segment was
-// dropped and the damaged batch served. A sealed segment must end exactly
-// where the next begins, or it is scanned in full.
+// Found by FuzzRecovery (testdata/fuzz/FuzzRecovery/crash-*). A sealed
+// segment must end exactly where the next one begins (every operation
+// keeps segments contiguous), but recovery let bytes appended to it by
+// damage extend it:
+//
+//   - crash-forged-batch-appended-to-sealed-segment: a well-framed batch
+//     with a bad CRC, its offsets continuing the segment's, appended to a
+//     segment below the recovery point. The walk over the batches after
+//     the last index entry reads headers only and took it; the segment
+//     then ended past the next one's base, every later segment was
+//     dropped and the damaged batch served. Such a segment is now scanned
+//     in full.
+//   - crash-next-segments-batch-appended-to-sealed-segment: a valid copy
+//     of the next segment's first batch (another leader epoch: the CRC
+//     does not cover it). The full scan took it too, with the same
+//     result. A scan now stops at the next segment's base.
 func TestRecoveryCutsBatchAppendedToSealedSegment(t *testing.T) {
-	dir, cfg, files, batches := writeSealedLog(t)
-	last := batches[2] // offsets 4-8, the first segment's last batch
-	fake := slices.Clone(last.data)
-	binary.BigEndian.PutUint64(fake[offBaseOffset:], 9)
-	fake[len(fake)-1] ^= 0x40
-	rewriteFile(t, dir, last.file, func(b []byte) []byte { return append(b, fake...) })
-
-	l, st := openRecovered(t, dir, cfg, "batch appended to a sealed segment")
-	_, raw := survivors(batches, files)
-	if want := (logState{end: endOf(batches, len(batches)), raw: raw}); !st.equal(want) {
-		l.Close()
-		t.Fatalf("recovered %v, want all %d batches: %v", st, len(batches), want)
+	for _, tc := range []struct {
+		name       string
+		validCRC   bool
+		noRecovery bool // Open then validates every segment
+	}{
+		{"forged batch, below the recovery point", false, false},
+		{"valid batch, below the recovery point", true, false},
+		{"valid batch, scanned segment", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, cfg, files, batches := writeSealedLog(t)
+			last, next := batches[2], batches[3] // offsets 4-8 end the first segment; 9 starts the next
+			stray := slices.Clone(next.data)
+			binary.BigEndian.PutUint32(stray[offLeaderEpoch:], 77)
+			if !tc.validCRC {
+				stray = slices.Clone(last.data)
+				binary.BigEndian.PutUint64(stray[offBaseOffset:], 9)
+				stray[len(stray)-1] ^= 0x40
+			}
+			rewriteFile(t, dir, last.file, func(b []byte) []byte { return append(b, stray...) })
+			if tc.noRecovery {
+				if err := os.Remove(filepath.Join(dir, recoveryPointFile)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l, st := openRecovered(t, dir, cfg, tc.name)
+			_, raw := survivors(batches, files)
+			if want := (logState{end: endOf(batches, len(batches)), raw: raw}); !st.equal(want) {
+				l.Close()
+				t.Fatalf("recovered %v, want all %d batches: %v", st, len(batches), want)
+			}
+			appendAndReopen(t, l, st, dir, cfg, tc.name)
+		})
 	}
-	appendAndReopen(t, l, st, dir, cfg, "batch appended to a sealed segment")
 }

@@ -225,21 +225,26 @@ const (
 	appendGarbage                    // n random bytes after the end
 	appendBatch                      // a copy of the file's first batch after the end
 	appendForged                     // a copy of the batch at [pos, pos+n) continuing the offsets, with a wrong CRC
+	appendStray                      // a copy of src's first n bytes (the next segment's first batch, valid), another leader epoch in it
 )
 
 func (k damageKind) String() string {
-	return [...]string{"cut", "flip", "zero", "overwrite", "append-garbage", "append-batch", "append-forged"}[k]
+	return [...]string{"cut", "flip", "zero", "overwrite", "append-garbage", "append-batch", "append-forged", "append-stray"}[k]
 }
 
 // damage is one change to one file. fill seeds the bytes it writes.
 type damage struct {
 	kind   damageKind
 	file   string
+	src    string // appendStray: the file the copy comes from
 	pos, n int
 	fill   uint64
 }
 
 func (d damage) String() string {
+	if d.src != "" {
+		return fmt.Sprintf("%s %s@%d+%d from %s", d.kind, d.file, d.pos, d.n, d.src)
+	}
 	return fmt.Sprintf("%s %s@%d+%d", d.kind, d.file, d.pos, d.n)
 }
 
@@ -276,8 +281,26 @@ func (d damage) apply(f dirFiles) {
 		binary.BigEndian.PutUint64(forged[offBaseOffset:], uint64(parseHeader(forged).LastOffset()+1))
 		forged[batchHeaderLen+rng.IntN(d.n-batchHeaderLen)] ^= 1 << rng.IntN(8)
 		b = append(slices.Clone(b), forged...)
+	case appendStray:
+		stray := slices.Clone(f[d.src][:d.n])
+		binary.BigEndian.PutUint32(stray[offLeaderEpoch:], rng.Uint32())
+		b = append(slices.Clone(b), stray...)
 	}
 	f[d.file] = b
+}
+
+// parseBase returns the base offset in a segment file's name.
+func parseBase(name string) int64 {
+	base, _ := strconv.ParseInt(strings.TrimSuffix(name, filepath.Ext(name)), 10, 64)
+	return base
+}
+
+// firstBatchSize is the size the first batch header of b claims, or 0.
+func firstBatchSize(b []byte) int {
+	if len(b) < batchHeaderLen {
+		return 0
+	}
+	return max(parseHeader(b).Size(), 0)
 }
 
 // lastFramedBatch returns the position and size of the last batch of b
@@ -321,7 +344,21 @@ func randomDamage(rng *rand.Rand, f dirFiles, overwrite func(file string) bool) 
 	if filepath.Ext(name) == extLog && size >= batchHeaderLen {
 		kinds = append(kinds, appendBatch, appendForged)
 	}
+	if filepath.Ext(name) == extLog {
+		// The next segment's first batch, if it has a whole one.
+		bases := f.segmentBases()
+		if i := slices.Index(bases, parseBase(name)); i >= 0 && i+1 < len(bases) {
+			d.src = segmentFileName(bases[i+1], extLog)
+			if _, n, ok := lastFramedBatch(f[d.src][:min(len(f[d.src]), firstBatchSize(f[d.src]))]); ok {
+				d.n = n
+				kinds = append(kinds, appendStray)
+			}
+		}
+	}
 	d.kind = kinds[rng.IntN(len(kinds))]
+	if d.kind != appendStray {
+		d.src, d.n = "", 0
+	}
 	switch d.kind {
 	case cutShort:
 		d.pos = rng.IntN(size + 1)

@@ -133,11 +133,12 @@ func listSegments(fsys FS, dir string) ([]int64, error) {
 
 // recover rebuilds the in-memory state from disk. Segments that may hold
 // data past the recovery point are scanned batch by batch (framing, magic,
-// CRC, offsets continuing without a gap) and truncated at the first bad
-// batch; a crash can tear only the unsynced tail. Every later segment
-// then no longer continues the log and is dropped, unless what was cut
-// held no batch at all. Older segments trust their indexes if they pass a
-// sanity check and are rescanned otherwise.
+// CRC, offsets continuing without a gap, none reaching the next segment's
+// base) and truncated at the first bad batch; a crash can tear only the
+// unsynced tail. Every later segment then no longer continues the log and
+// is dropped, unless what was cut held no batch of this segment. Older
+// segments trust their indexes if they pass a sanity check and are
+// rescanned otherwise.
 func (l *Log) recover() error {
 	lg := l.cfg.Logger.With("dir", l.dir)
 	bases, err := listSegments(l.fsys, l.dir)
@@ -204,15 +205,19 @@ func (l *Log) recover() error {
 			return err
 		}
 		last := i == len(bases)-1
+		end := int64(-1) // where the next segment begins
+		if !last {
+			end = bases[i+1]
+		}
 		scan := last || bases[i+1] > rp
 		if !scan {
-			if err := s.loadIndexes(st.Size(), bases[i+1]); err != nil {
+			if err := s.loadIndexes(st.Size(), end); err != nil {
 				lg.Warn("rebuilding segment indexes", "segment", base, "reason", err)
 				scan = true
 			}
 		}
 		if scan {
-			truncated, err := s.scanAndRebuild(st.Size(), l.cfg.IndexIntervalBytes, !last, nowMs)
+			truncated, err := s.scanAndRebuild(st.Size(), l.cfg.IndexIntervalBytes, end, nowMs)
 			if err != nil {
 				return err
 			}
@@ -338,8 +343,13 @@ func (s *segment) loadIndexes(size, end int64) error {
 }
 
 // scanAndRebuild validates every batch of the segment, truncates the file at
-// the first bad one and rewrites both indexes from what survived.
-func (s *segment) scanAndRebuild(size int64, interval int, sealed bool, nowMs int64) (truncated bool, err error) {
+// the first bad one and rewrites both indexes from what survived. end is
+// the next segment's base offset, or -1 for the last segment. Every
+// operation keeps segments contiguous, so a segment never holds offsets at
+// or past the next one's base: a batch there, even a valid one, is damage
+// (a stray copy appended), and cutting it keeps the next segment.
+func (s *segment) scanAndRebuild(size int64, interval int, end, nowMs int64) (truncated bool, err error) {
+	sealed := end >= 0
 	sc := batchScanner{f: s.log, limit: size, whole: true, buf: make([]byte, min(size, recoveryChunk))}
 	x := indexer{base: s.base, interval: interval, maxTs: -1, offMaxTs: -1}
 	next := s.base
@@ -358,7 +368,7 @@ func (s *segment) scanAndRebuild(size int64, interval int, sealed bool, nowMs in
 		// The log never leaves gaps between batches, and baseOffset is
 		// the one header field the CRC does not cover: a batch that does
 		// not continue its predecessor is damaged, even with a valid CRC.
-		if err != nil || h.BaseOffset != next || !s.relOffsetFits(h.LastOffset()) {
+		if err != nil || h.BaseOffset != next || !s.relOffsetFits(h.LastOffset()) || (sealed && h.LastOffset() >= end) {
 			break
 		}
 		if pos == 0 && h.MaxTimestamp >= 0 {
