@@ -2,9 +2,11 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/broker/acl"
@@ -90,6 +92,9 @@ func (b *Broker) CreateACLs(bindings []controller.ACLBinding) []error {
 	var validAt []int
 	for i, binding := range bindings {
 		if errs[i] = controller.ValidateACLBinding(binding); errs[i] == nil {
+			errs[i] = aclStringsFit(binding)
+		}
+		if errs[i] == nil {
 			valid = append(valid, binding)
 			validAt = append(validAt, i)
 		}
@@ -105,6 +110,23 @@ func (b *Broker) CreateACLs(bindings []controller.ACLBinding) []error {
 	}
 	b.logger.Info("created ACLs", "count", len(valid))
 	return errs
+}
+
+// maxACLStringBytes is the longest string DescribeAcls v0-v1 can carry
+// (an int16 length). CreateAcls v2+ can send longer ones, and a binding
+// holding one would make every DescribeAcls answer at those versions
+// unreadable, for every client. Checked here, where bindings are created,
+// not by the controller's state machine, so that entries and snapshots
+// written before the check still apply.
+const maxACLStringBytes = 32767
+
+// aclStringsFit refuses a binding with a string DescribeAcls v0-v1 could
+// not carry.
+func aclStringsFit(b controller.ACLBinding) error {
+	if len(b.ResourceName) > maxACLStringBytes || len(b.Principal) > maxACLStringBytes || len(b.Host) > maxACLStringBytes {
+		return fmt.Errorf("%w: resource name, principal or host over %d bytes", kerr.InvalidRequest, maxACLStringBytes)
+	}
+	return nil
 }
 
 // ACLDeletion is what one DeleteACLs filter did.

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -35,8 +36,11 @@ func TestBrokerAuthorize(t *testing.T) {
 		Principal: alice, Host: "*", Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow}
 	invalid := allowRead
 	invalid.Principal = "alice"
-	errs := b.CreateACLs([]controller.ACLBinding{allowRead, invalid})
-	if len(errs) != 2 || errs[0] != nil || controller.ErrorCode(errs[1]) != kerr.InvalidRequest.Code {
+	// Longer than DescribeAcls v0-v1 can carry.
+	long := allowRead
+	long.Principal = "User:" + strings.Repeat("a", maxACLStringBytes)
+	errs := b.CreateACLs([]controller.ACLBinding{allowRead, invalid, long})
+	if len(errs) != 3 || errs[0] != nil || controller.ErrorCode(errs[1]) != kerr.InvalidRequest.Code || controller.ErrorCode(errs[2]) != kerr.InvalidRequest.Code {
 		t.Fatalf("CreateACLs: %v", errs)
 	}
 	if !readOrders() {

@@ -16,6 +16,15 @@ type PropertyChange struct {
 	Remove bool
 }
 
+// maxPropertyValueBytes is the longest value a property may be set to:
+// the longest string DescribeConfigs v1-v3 can carry (an int16 length),
+// whereas IncrementalAlterConfigs v1 can send longer ones, and a longer
+// value would make every DescribeConfigs answer about the brokers at
+// those versions unreadable. Checked here, where changes are made, not
+// by the controller's state machine, so that entries written before the
+// check still apply.
+const maxPropertyValueBytes = 32767
+
 // AlterClusterProperties validates every change against the property
 // registry, then applies them all at once through the controller's Raft
 // log (one SetClusterProperties command, unconditional), so every broker
@@ -39,6 +48,9 @@ func (b *Broker) AlterClusterProperties(changes []PropertyChange, validateOnly b
 		if !ch.Remove {
 			if err := p.Validate(ch.Value); err != nil {
 				return fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
+			}
+			if len(ch.Value) > maxPropertyValueBytes {
+				return fmt.Errorf("%w: %s: a value of %d bytes is longer than %d", kerr.InvalidConfig, ch.Name, len(ch.Value), maxPropertyValueBytes)
 			}
 		}
 		if !ch.Remove {

@@ -22,6 +22,8 @@ func TestAlterClusterProperties(t *testing.T) {
 		{PropertyChange{Name: "log_retention_ms", Value: "x"}, "log_retention_ms: \"x\" is not an integer"},
 		{PropertyChange{Name: "default_topic_partitions", Value: "0"}, "default_topic_partitions: 0 out of range"},
 		{PropertyChange{Name: "fetch_max_bytes", Value: "4096"}, "changed twice"},
+		// Longer than DescribeConfigs v1-v3 can carry.
+		{PropertyChange{Name: "superusers", Value: "User:" + strings.Repeat("a", maxPropertyValueBytes)}, "superusers: a value of 32772 bytes is longer than 32767"},
 	} {
 		err := b.AlterClusterProperties([]PropertyChange{{Name: "fetch_max_bytes", Value: "2048"}, tc.ch}, false)
 		wantCode(t, err, kerr.InvalidConfig)

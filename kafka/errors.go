@@ -3,6 +3,7 @@ package kafka
 import (
 	"errors"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -37,5 +38,19 @@ func errorMessage(err error) *string {
 	if msg == "" {
 		return nil
 	}
+	if len(msg) > maxErrorMessageBytes {
+		// Cut at a character boundary, so the message stays UTF-8.
+		cut := maxErrorMessageBytes
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "..."
+	}
 	return &msg
 }
+
+// maxErrorMessageBytes bounds an error message. Messages quote what the
+// request named, and quoting can grow it (%q writes a NUL byte as four):
+// past 32767 bytes a string's int16 length prefix wraps and the response
+// no longer parses.
+const maxErrorMessageBytes = 4096

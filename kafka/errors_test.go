@@ -2,7 +2,9 @@ package kafka
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -20,5 +22,22 @@ func TestErrorCodeAndMessage(t *testing.T) {
 	}
 	if errorCode(fmt.Errorf("disk on fire")) != kerr.UnknownServerError.Code || errorCode(nil) != 0 {
 		t.Fatal("unexpected errors are UNKNOWN_SERVER_ERROR, nil is 0")
+	}
+}
+
+// TestErrorMessageBounded: a message quoting a long name is cut, at a
+// character boundary, well below the 32767 bytes a string can carry.
+func TestErrorMessageBounded(t *testing.T) {
+	name := "x" + strings.Repeat("\x00é", 10000) // %q writes each NUL as four bytes
+	full := fmt.Sprintf("unknown topic config %q", name)
+	if utf8.ValidString(full[:maxErrorMessageBytes]) {
+		t.Fatal("a plain cut would not split a character: the test proves nothing")
+	}
+	msg := errorMessage(fmt.Errorf("%w: %s", kerr.InvalidConfig, full))
+	if msg == nil || len(*msg) > maxErrorMessageBytes+len("...") || !strings.HasSuffix(*msg, "...") {
+		t.Fatalf("message of %d bytes", len(*msg))
+	}
+	if !utf8.ValidString(*msg) {
+		t.Fatal("message cut inside a character")
 	}
 }

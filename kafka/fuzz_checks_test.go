@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/broker"
 )
 
 func TestFuzzDecodeChecksCatchFaults(t *testing.T) {
@@ -64,9 +66,9 @@ func TestFuzzDecodeChecksCatchFaults(t *testing.T) {
 }
 
 func TestFuzzFrameChecksCatchFaults(t *testing.T) {
-	api := kmsg.NewPtrApiVersionsRequest()
-	api.SetVersion(3)
-	input := encodeRequest(api, 5)
+	metadata := kmsg.NewPtrMetadataRequest()
+	metadata.SetVersion(12)
+	input := encodeRequest(metadata, 5)
 	fs := startFuzzServer(t, true)
 	got := checkFailures(t, func(tb testing.TB) {
 		// Generous, so that only a server that never answers is busy.
@@ -87,21 +89,44 @@ func TestFuzzFrameChecksCatchFaults(t *testing.T) {
 		want    string
 	}{
 		{"panic", func(*clientConn, kmsg.Request) (kmsg.Response, error) { panic("planted") }, "planted"},
-		{"no response", func(*clientConn, kmsg.Request) (kmsg.Response, error) { return nil, nil }, "after 0 responses, want 1"},
+		// The next answer, ApiVersions', comes in its place.
+		{"no response", func(*clientConn, kmsg.Request) (kmsg.Response, error) { return nil, nil }, "correlation ID -24301, want 5"},
 		{"response at another version", func(_ *clientConn, req kmsg.Request) (kmsg.Response, error) {
-			resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+			resp := req.ResponseKind()
 			resp.SetVersion(0)
-			resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MaxVersion: 3}}
 			return resp, nil
-		}, "v3: response"},
+		}, "v12: response"},
+		{"error instead of a response", func(*clientConn, kmsg.Request) (kmsg.Response, error) {
+			return nil, errConnClosing
+		}, "closed after 0 responses, want 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fs.replaceHandler(t, apiVersionsKey, tc.handler)
+			fs.replaceHandler(t, 3, tc.handler)
 			got := checkFailures(t, func(tb testing.TB) { fs.checkFrames(tb, input) })
 			if !strings.Contains(got, tc.want) {
 				t.Fatalf("check reported %q, want it to mention %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestTrimTopics: past the partition limit every topic but the internal
+// ones goes.
+func TestTrimTopics(t *testing.T) {
+	fs := startFuzzServer(t, false)
+	fs.maxPartitions = 3
+	for _, name := range []string{"a", "b"} {
+		if _, err := fs.b.CreateTopic(broker.CreateTopicRequest{Name: name, Partitions: 2}); err != nil {
+			t.Fatal(err)
+		}
+		fs.trimTopics(t)
+	}
+	var left []string
+	for _, topic := range fs.b.Topics() {
+		left = append(left, topic.Name)
+	}
+	if len(left) != 1 || left[0] != broker.GroupTopic {
+		t.Fatalf("topics left: %v, want only %s", left, broker.GroupTopic)
 	}
 }
 

@@ -26,7 +26,8 @@ import (
 const updateCorpusEnv = "WEIR_UPDATE_FUZZ_CORPUS"
 
 // seedPrefix starts the names of generated seed files; other files in
-// the corpus directories (crashers the fuzzer found) are left alone.
+// the corpus directories (inputs that once failed, kept as regression
+// tests) are left alone.
 const seedPrefix = "seed-"
 
 // seedCorrelationID is the correlation ID of the seed requests.

@@ -140,9 +140,11 @@ type fuzzServer struct {
 	b      *broker.Broker
 	addr   string // "" when not listening
 	panics *panicLog
-	// budget and hangLimit are fuzzInputBudget and fuzzHangLimit; the
-	// tests of the checks shorten them.
+	// budget, hangLimit and maxPartitions are fuzzInputBudget,
+	// fuzzHangLimit and fuzzMaxPartitions; the tests of the checks lower
+	// them.
 	budget, hangLimit time.Duration
+	maxPartitions     int
 }
 
 // startFuzzServer opens a broker with its Kafka server, listening on a
@@ -158,7 +160,7 @@ func startFuzzServer(tb testing.TB, listen bool) *fuzzServer {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { b.Close() })
-	fs := &fuzzServer{b: b, panics: panics, budget: fuzzInputBudget, hangLimit: fuzzHangLimit}
+	fs := &fuzzServer{b: b, panics: panics, budget: fuzzInputBudget, hangLimit: fuzzHangLimit, maxPartitions: fuzzMaxPartitions}
 	opts := Options{MaxRequestBytes: node.MaxRequestBytes, AdvertisedAddr: node.AdvertisedKafkaAddr, Logger: logger}
 	if listen {
 		fs.s, fs.addr = serveKafka(tb, b, opts)
@@ -416,7 +418,7 @@ func newPartitions(want []reply) int64 {
 }
 
 // trimTopics deletes the topics inputs created once they hold more than
-// fuzzMaxPartitions partitions.
+// maxPartitions partitions.
 func (fs *fuzzServer) trimTopics(t testing.TB) {
 	t.Helper()
 	var created []*broker.Topic
@@ -427,7 +429,7 @@ func (fs *fuzzServer) trimTopics(t testing.TB) {
 			partitions += len(topic.Partitions())
 		}
 	}
-	if partitions <= fuzzMaxPartitions {
+	if partitions <= fs.maxPartitions {
 		return
 	}
 	for _, topic := range created {

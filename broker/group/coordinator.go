@@ -198,8 +198,11 @@ func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest,
 	fail := func(code int16) *kmsg.JoinGroupResponse { return errorJoin(req, code) }
 	s := c.settings()
 	session := time.Duration(req.SessionTimeoutMillis) * time.Millisecond
-	if req.Group == "" {
+	if req.Group == "" || len(req.Group) > maxStringBytes {
 		return fail(kerr.InvalidGroupID.Code)
+	}
+	if !joinStringsFit(req) {
+		return fail(kerr.InvalidRequest.Code)
 	}
 	// Read once: a partition's state changes under concurrent loads.
 	unavailable := c.unavailable(req.Group)
@@ -316,7 +319,7 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 		}
 		return resp
 	}
-	if req.Group == "" {
+	if req.Group == "" || len(req.Group) > maxStringBytes {
 		return failAll(kerr.InvalidGroupID.Code)
 	}
 	if code := c.unavailable(req.Group); code != 0 {

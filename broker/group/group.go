@@ -258,7 +258,7 @@ func newMemberID(clientID string) string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	id := hex.EncodeToString(b[:4]) + "-" + hex.EncodeToString(b[4:6]) + "-" + hex.EncodeToString(b[6:8]) + "-" + hex.EncodeToString(b[8:10]) + "-" + hex.EncodeToString(b[10:])
-	return clientID + "-" + id
+	return memberIDPrefix(clientID) + "-" + id
 }
 
 func (g *group) isEmpty() bool { return len(g.members) == 0 }

@@ -25,7 +25,8 @@ const (
 	WildcardHost     = "*"
 )
 
-// ACLBinding is one ACL: a resource pattern and an access control entry.
+// ACLBinding is one ACL: a resource pattern and an access control entry
+// (stored as acl_json.go encodes it).
 type ACLBinding struct {
 	ResourceType kmsg.ACLResourceType        `json:"resource_type"`
 	ResourceName string                      `json:"resource_name"`

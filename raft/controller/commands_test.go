@@ -164,39 +164,21 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-// normalize maps empty and nil maps and slices alike (JSON omits or keeps
-// them; the meaning is the same).
+// normalize maps empty and nil maps and slices alike in a command's
+// fields (JSON omits or keeps them; the meaning is the same), for every
+// command, so that a new one with a list needs nothing here.
 func normalize(e Entry) Entry {
-	switch c := e.Cmd.(type) {
-	case CreateTopic:
-		if len(c.Configs) == 0 {
-			c.Configs = nil
-		}
-		if len(c.Assignment) == 0 {
-			c.Assignment = nil
-		}
-		e.Cmd = c
-	case CreatePartitions:
-		if len(c.Assignment) == 0 {
-			c.Assignment = nil
-		}
-		e.Cmd = c
-	case SetLicense:
-		if len(c.Blob) == 0 {
-			c.Blob = nil
-		}
-		e.Cmd = c
-	case AlterTopicConfig:
-		if len(c.Ops) == 0 {
-			c.Ops = nil
-		}
-		e.Cmd = c
-	case SetClusterProperties:
-		if len(c.Changes) == 0 {
-			c.Changes = nil
-		}
-		e.Cmd = c
+	v := reflect.New(reflect.TypeOf(e.Cmd)).Elem()
+	v.Set(reflect.ValueOf(e.Cmd))
+	if v.Kind() != reflect.Struct {
+		return e
 	}
+	for i := range v.NumField() {
+		if f := v.Field(i); (f.Kind() == reflect.Slice || f.Kind() == reflect.Map) && f.Len() == 0 && f.CanSet() {
+			f.Set(reflect.Zero(f.Type()))
+		}
+	}
+	e.Cmd = v.Interface().(Command)
 	return e
 }
 
