@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -142,4 +143,66 @@ func TestListenersClusterFollowsLeadersOverTLS(t *testing.T) {
 	produceAll(t, producer, seqRecords(topic, partitions, 10), 30*time.Second)
 	verifySeq(t, consumeN(t, lbs[2].Broker, partitions*10, 30*time.Second, []string{topic}, seed...), partitions, 10, true)
 	t.Logf("partitions led by nodes %v, all reached over TLS", slices.Sorted(maps.Keys(leaders)))
+}
+
+// TestListenersLeaderWithoutTheListener: node 0 has a second listener,
+// EXTERNAL, that node 1 lacks. Metadata through EXTERNAL lists only node 0
+// and answers the partitions node 1 leads with no leader and
+// LISTENER_NOT_FOUND, as Kafka does, instead of a leader id clients could
+// not reach; through PLAINTEXT every partition has its leader.
+func TestListenersLeaderWithoutTheListener(t *testing.T) {
+	lbs := StartClusterWithListeners(t, 2, func(i int) []TestListener {
+		if i == 0 {
+			return []TestListener{{Name: "PLAINTEXT"}, {Name: "EXTERNAL", Protocol: "PLAINTEXT"}}
+		}
+		return []TestListener{{Name: "PLAINTEXT"}}
+	})
+	const topic = "half-reachable"
+	const partitions = 6
+	createTopicVia(t, lbs[0].Broker, topic, partitions)
+	waitTopicReady(t, lbs[0].Broker, topic, partitions)
+
+	ask := func(addr string) *kmsg.MetadataResponse {
+		t.Helper()
+		cl := lbs[0].Client(t, kgo.SeedBrokers(addr))
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		defer cancel()
+		resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+		if err != nil {
+			t.Fatalf("Metadata through %s: %v", addr, err)
+		}
+		return resp.(*kmsg.MetadataResponse)
+	}
+	plain := ask(lbs[0].Addrs["PLAINTEXT"])
+	leaders := map[int32]int32{}
+	for _, p := range plain.Topics[0].Partitions {
+		if p.ErrorCode != 0 || p.Leader < 0 {
+			t.Fatalf("through PLAINTEXT, partition %d: leader %d, error %d", p.Partition, p.Leader, p.ErrorCode)
+		}
+		leaders[p.Partition] = p.Leader
+	}
+	if !slices.Contains(slices.Collect(maps.Values(leaders)), 1) || !slices.Contains(slices.Collect(maps.Values(leaders)), 0) {
+		t.Fatalf("leaders %v: the test needs partitions led by each node", leaders)
+	}
+
+	external := ask(lbs[0].Addrs["EXTERNAL"])
+	if len(external.Brokers) != 1 || external.Brokers[0].NodeID != 0 {
+		t.Fatalf("through EXTERNAL, brokers %+v; want node 0 only", external.Brokers)
+	}
+	for _, p := range external.Topics[0].Partitions {
+		switch leaders[p.Partition] {
+		case 0:
+			if p.ErrorCode != 0 || p.Leader != 0 {
+				t.Errorf("through EXTERNAL, partition %d led by node 0: leader %d, error %d", p.Partition, p.Leader, p.ErrorCode)
+			}
+		case 1:
+			if p.ErrorCode != kerr.ListenerNotFound.Code || p.Leader != -1 {
+				t.Errorf("through EXTERNAL, partition %d led by node 1: leader %d, error %d; want -1 and LISTENER_NOT_FOUND", p.Partition, p.Leader, p.ErrorCode)
+			}
+		}
+	}
 }

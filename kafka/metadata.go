@@ -5,8 +5,10 @@ package kafka
 // Behaviour:
 //   - Brokers: every live broker of the cluster, with its advertised
 //     address on the listener the request arrived on and its rack (v1+);
-//     a broker without that listener is left out, as in Kafka. The
-//     controller is the controller group's leader.
+//     a broker without that listener is left out, as in Kafka, and a
+//     partition it leads is answered LISTENER_NOT_FOUND (v6+; before,
+//     LEADER_NOT_AVAILABLE) with no leader. The controller is the
+//     controller group's leader.
 //   - Partitions: leader (the first replica while partitions are not
 //     replicated; LEADER_NOT_AVAILABLE when it is not live), replicas,
 //     the live replicas as ISR, the others as offline.
@@ -69,6 +71,7 @@ func (s *Server) handleMetadata(c *clientConn, kreq kmsg.Request) (kmsg.Response
 			resp.Topics = append(resp.Topics, s.requestedTopicMetadata(&auth, rt, autoCreate))
 		}
 	}
+	s.markLeadersWithoutListener(c, resp)
 	if req.Version >= 8 && req.IncludeTopicAuthorizedOperations {
 		for i := range resp.Topics {
 			mt := &resp.Topics[i]
@@ -140,6 +143,37 @@ func (s *Server) liveBrokers(c *clientConn) []kmsg.MetadataResponseBroker {
 		}
 	}
 	return out
+}
+
+// markLeadersWithoutListener answers, as Kafka does, a partition whose
+// leader is live but has no listener of the name the request came in on
+// with no leader and LISTENER_NOT_FOUND (LEADER_NOT_AVAILABLE before v6),
+// rather than a leader id the response's broker list does not hold.
+func (s *Server) markLeadersWithoutListener(c *clientConn, resp *kmsg.MetadataResponse) {
+	var missing map[int32]bool
+	for _, bi := range s.broker.LiveBrokers() {
+		if _, ok := c.reachable(bi); !ok {
+			if missing == nil {
+				missing = map[int32]bool{}
+			}
+			missing[bi.NodeID] = true
+		}
+	}
+	if missing == nil {
+		return
+	}
+	code := kerr.ListenerNotFound.Code
+	if resp.Version < 6 {
+		code = kerr.LeaderNotAvailable.Code
+	}
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			mp := &resp.Topics[i].Partitions[j]
+			if mp.ErrorCode == 0 && missing[mp.Leader] {
+				mp.Leader, mp.ErrorCode = -1, code
+			}
+		}
+	}
 }
 
 func metadataBroker(bi broker.BrokerInfo) kmsg.MetadataResponseBroker {
