@@ -124,11 +124,10 @@ func (b *Broker) PartitionInfos(t *Topic) []PartitionInfo {
 // NOT_LEADER_OR_FOLLOWER answers that carry the new leader (KIP-951).
 func (b *Broker) LeaderHint(t *Topic, partition int32) (leader BrokerInfo, epoch int32, ok bool) {
 	v := b.ctrl.state.View()
-	ct := v.TopicByID(controller.TopicID(t.ID))
-	if ct == nil || partition < 0 || int(partition) >= len(ct.Partitions) {
+	cp, ok := v.Partition(controller.TopicID(t.ID), partition)
+	if !ok {
 		return BrokerInfo{}, -1, false
 	}
-	cp := ct.Partitions[partition]
 	if cp.LeaderTerm == 0 || cp.Leader < 0 || cp.Leader == b.node.NodeID {
 		return BrokerInfo{}, -1, false
 	}

@@ -223,20 +223,32 @@ func (b *Broker) register() error {
 // the topic table reflects it. Refusals come back as the command's Kafka
 // error; a controller that cannot commit is NOT_CONTROLLER (retriable).
 func (b *Broker) propose(cmd controller.Command) (controller.Result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), proposeTimeout)
+	defer cancel()
+	return b.proposeCtx(ctx, cmd, true)
+}
+
+// proposeCtx is propose bounded by ctx; reconciled says whether to wait
+// for the local topic table too, or only for the commit. A command whose
+// ctx ends after it was committed still takes effect everywhere: the
+// error then is REQUEST_TIMED_OUT, as Kafka answers a request whose
+// change outlived its timeout.
+func (b *Broker) proposeCtx(ctx context.Context, cmd controller.Command, reconciled bool) (controller.Result, error) {
 	// Controller time is wall time, whatever clock the broker's logs use:
 	// liveness is judged against it.
 	data, err := controller.Encode(controller.Entry{TimeMs: time.Now().UnixMilli(), Cmd: cmd})
 	if err != nil {
 		return controller.Result{}, fmt.Errorf("%w: %v", kerr.InvalidRequest, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), proposeTimeout)
-	defer cancel()
 	res, index, err := b.applyCommand(ctx, data)
 	if err != nil {
 		return controller.Result{}, err
 	}
 	if res.Err != nil {
 		return res, res.Err
+	}
+	if !reconciled {
+		return res, nil
 	}
 	if err := b.ctrl.waitReconciled(ctx, index, b.stop); err != nil {
 		return res, fmt.Errorf("%w: %v", kerr.RequestTimedOut, err)

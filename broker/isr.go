@@ -238,11 +238,12 @@ func (b *Broker) maintainLeaders() {
 		if p.LeaderEpoch() < 0 {
 			continue
 		}
-		ct := v.TopicByID(controller.TopicID(p.topic.ID))
-		if ct == nil || int(p.Index) >= len(ct.Partitions) {
+		// One partition's copy, not its topic's: a topic of thousands
+		// of partitions would be copied once per partition otherwise.
+		cp, ok := v.Partition(controller.TopicID(p.topic.ID), p.Index)
+		if !ok {
 			continue
 		}
-		cp := ct.Partitions[p.Index]
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {

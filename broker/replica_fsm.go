@@ -234,7 +234,9 @@ func readPartitionCheckpoint(dir string) (checkpoint, bool, error) {
 func (p *Partition) writeCheckpoint(c checkpoint) error {
 	p.ckptMu.Lock()
 	defer p.ckptMu.Unlock()
-	if c.Index < p.checkpoint.Index {
+	if c.Index < p.checkpoint.Index || c == p.checkpoint {
+		// Older, or already durable: an idle partition's periodic
+		// checkpoint costs no file write.
 		return nil
 	}
 	data := fmt.Sprintf("%s\n%d %d\n", checkpointHeader, c.Index, c.End)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -64,15 +63,10 @@ func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *
 		SnapshotThreshold:        b.node.RaftSnapshotEntries,
 		TrailingLogs:             b.node.RaftTrailingEntries,
 		SnapshotInterval:         30 * time.Second,
-		// Raft trims its log store by whole segments, so the segment
-		// size bounds what a partition's Raft log holds beyond its
-		// trailing entries; raft-wal preallocates each one.
-		LogSegmentSize: partitionRaftSegment,
-		// A partition's entries are produced batches of up to
-		// max.message.bytes; raft-wal keeps a write buffer as large as
-		// the most it ever stored at once, per partition, so fewer
-		// entries per write keep that memory per partition in check.
-		MaxAppendEntries: partitionMaxAppendEntries,
+		HeartbeatTimeout:         partitionHeartbeatTimeout,
+		ElectionTimeout:          partitionElectionTimeout,
+		LeaderLeaseTimeout:       partitionLeaseTimeout,
+		CommitTimeout:            partitionCommitTimeout,
 	}
 	if cfg.SnapshotThreshold == 0 {
 		cfg.SnapshotThreshold = 1024
@@ -95,6 +89,12 @@ func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *
 			// A new partition, or a sole replica whose data is gone:
 			// nobody else holds it.
 			err = g.Bootstrap(b.replicaServers(cp, v))
+			if err == nil && len(cp.Replicas) > 1 && cp.Replicas[0] == b.node.NodeID {
+				// The preferred leader stands at once instead of after a
+				// heartbeat timeout, so a new topic has its leaders in
+				// milliseconds, where Kafka's controller names them.
+				g.Campaign()
+			}
 		default:
 			// The group's configuration names this broker's former
 			// incarnation, which the mux no longer answers for: this
@@ -116,15 +116,22 @@ func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *
 	return p, nil
 }
 
-// partitionRaftSegment is a partition group's raft-wal segment size.
-const partitionRaftSegment = 2 << 20
-
-// partitionMaxAppendEntries is how many entries a partition's Raft group
-// stores or sends at once: enough to group-commit the produce requests of
-// many concurrent producers, few enough that raft-wal's per-partition
-// write buffer stays tens of megabytes with 1 MiB batches (64, the
-// default, let it reach 128 MiB).
-const partitionMaxAppendEntries = 16
+// A partition group's timers, sized for thousands of groups per broker
+// rather than for the fastest failover of one (docs/architecture.md,
+// "Failover"). hashicorp/raft runs them per group: an idle leader sends
+// each follower a heartbeat every HeartbeatTimeout/10–/5 (0.3–0.6 s here;
+// the node's transport carries all groups' heartbeats to a peer in one
+// frame) and an empty append every CommitTimeout–2×CommitTimeout so
+// followers learn the commit index. A follower that hears nothing for a
+// heartbeat timeout campaigns at its next check, within 1–3 of them: a
+// dead leader's partitions have new leaders 3–9 s after its last
+// heartbeat, inside Kafka's broker.session.timeout.ms of 9 s.
+const (
+	partitionHeartbeatTimeout = 3 * time.Second
+	partitionElectionTimeout  = 3 * time.Second
+	partitionLeaseTimeout     = 1500 * time.Millisecond
+	partitionCommitTimeout    = 500 * time.Millisecond
+)
 
 // soloRaftTimeouts are the timers of a group with a single voter: it
 // elects itself after the heartbeat timeout and has nobody to compete
@@ -214,7 +221,7 @@ func (b *Broker) removeReplicaFiles(p *Partition) {
 		return
 	}
 	b.replicas.CompareAndDelete(p.group.Name(), p)
-	if err := os.RemoveAll(filepath.Join(b.raftDir(), p.group.Name())); err != nil {
+	if err := b.ctrl.mux.RemoveGroupState(b.raftDir(), p.group.Name()); err != nil {
 		b.logger.Warn("removing a deleted partition's raft state", "group", p.group.Name(), "err", err)
 	}
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -124,6 +125,13 @@ type CreateTopicRequest struct {
 	Configs           map[string]string
 	ValidateOnly      bool
 	Internal          bool
+	// Timeout bounds the wait for the commit, for the partitions to be
+	// open here and to have leaders (CreateTopics' timeout_ms). Past it
+	// the answer is REQUEST_TIMED_OUT while creation carries on, as
+	// Kafka's is. Zero: the commit and opening wait up to
+	// proposeTimeout, the leaders up to leaderWait, and creation
+	// succeeds even without them (internal topics, auto-creation).
+	Timeout time.Duration
 }
 
 // CreateTopic validates the topic and creates it through the controller,
@@ -159,27 +167,53 @@ func (b *Broker) CreateTopic(req CreateTopicRequest) (*Topic, error) {
 		}
 		return detachedTopic(res.Topic), nil
 	}
-	if _, err := b.propose(cmd); err != nil {
+	// The commit gets its own bound, whatever the request's timeout: a
+	// creation the client stops waiting for still happens, on every
+	// broker, as in Kafka; only the answer says it took too long.
+	wait, bounded := req.Timeout, req.Timeout > 0
+	if !bounded {
+		wait = proposeTimeout
+	}
+	deadline := time.Now().Add(wait)
+	commitCtx, cancel := context.WithTimeout(context.Background(), proposeTimeout)
+	defer cancel()
+	res, err := b.proposeCtx(commitCtx, cmd, false)
+	if err != nil {
 		return nil, err
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	if err := b.ctrl.waitReconciled(ctx, res.Index, b.stop); err != nil {
+		return nil, fmt.Errorf("%w: topic %s is created, but its partitions were not open here within %v", kerr.RequestTimedOut, req.Name, wait)
 	}
 	t := b.Topic(req.Name)
 	if t == nil {
 		return nil, fmt.Errorf("%w: topic %s was created but is not served here", kerr.KafkaStorageError, req.Name)
 	}
-	b.awaitLeaders(t)
+	if !bounded {
+		ctx, cancel = context.WithTimeout(context.Background(), leaderWait)
+		defer cancel()
+	}
+	if !b.awaitLeaders(ctx, t) {
+		if bounded {
+			return nil, fmt.Errorf("%w: topic %s is created, but not every partition had a leader within %v", kerr.RequestTimedOut, req.Name, req.Timeout)
+		}
+		b.logger.Warn("partitions still without an elected leader", "topic", t.Name, "waited", leaderWait)
+	}
 	b.logger.Info("created topic", "topic", t.Name, "id", t.ID.String(), "partitions", req.Partitions)
 	return t, nil
 }
 
-// leaderWait bounds how long topic creation waits for its partitions'
-// groups to elect leaders, so that clients producing right after
-// CreateTopics find them; creation succeeds either way.
+// leaderWait bounds how long a starting broker waits for its replicas'
+// groups to elect leaders, so that it answers produce and fetch at once.
 const leaderWait = 10 * time.Second
 
 // awaitLeaders waits until the controller knows a leader for every
-// partition of t, or leaderWait passes.
-func (b *Broker) awaitLeaders(t *Topic) {
-	elected := b.waitFor(leaderWait, func() bool {
+// partition of t, so that clients producing right after CreateTopics
+// find them, or until ctx ends (false).
+func (b *Broker) awaitLeaders(ctx context.Context, t *Topic) bool {
+	dl, _ := ctx.Deadline()
+	return b.waitFor(time.Until(dl), func() bool {
 		ct := b.ctrl.state.View().TopicByID(controller.TopicID(t.ID))
 		if ct == nil {
 			return true
@@ -191,9 +225,6 @@ func (b *Broker) awaitLeaders(t *Topic) {
 		}
 		return true
 	})
-	if !elected {
-		b.logger.Warn("partitions still without an elected leader", "topic", t.Name, "waited", leaderWait)
-	}
 }
 
 // waitFor polls done until it holds (true), timeout passes or the broker
@@ -298,7 +329,9 @@ func (b *Broker) CreatePartitions(name string, total int32, validateOnly bool) e
 	if _, err := b.propose(cmd); err != nil {
 		return err
 	}
-	b.awaitLeaders(t)
+	ctx, cancel := context.WithTimeout(context.Background(), leaderWait)
+	defer cancel()
+	b.awaitLeaders(ctx, t)
 	return nil
 }
 

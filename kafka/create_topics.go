@@ -15,6 +15,10 @@ package kafka
 //   - v5+ returns the created topic's partitions, replication factor and
 //     full config list (the Java AdminClient fails on a null one); v7+ its
 //     topic ID.
+//   - timeout_ms bounds the wait for the commit, the partitions' opening
+//     and their leaders; past it the topic is REQUEST_TIMED_OUT while its
+//     creation carries on (a client that leaves does not stop it).
+//     timeout_ms <= 0 waits as an internal creation does.
 //   - Authorization, as Kafka's: CREATE on the cluster, or on the topic,
 //     else TOPIC_AUTHORIZATION_FAILED for that topic (a name given twice is
 //     INVALID_REQUEST first). A topic created by a client without
@@ -23,6 +27,7 @@ package kafka
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -47,7 +52,7 @@ func (s *Server) handleCreateTopics(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 		if seen[rt.Topic] == 1 && !mayCreateAll && !auth.topic(kmsg.ACLOperationCreate, rt.Topic) {
 			err = fmt.Errorf("%w: not allowed to create topic %s", kerr.TopicAuthorizationFailed, rt.Topic)
 		} else {
-			t, err = s.createTopic(rt, seen[rt.Topic] > 1, req.ValidateOnly)
+			t, err = s.createTopic(rt, seen[rt.Topic] > 1, req.ValidateOnly, requestTimeout(req.TimeoutMillis))
 		}
 		if err != nil {
 			st.ErrorCode, st.ErrorMessage = errorCode(err), errorMessage(err)
@@ -74,7 +79,7 @@ func (s *Server) handleCreateTopics(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 	return resp, nil
 }
 
-func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, duplicate, validateOnly bool) (*broker.Topic, error) {
+func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, duplicate, validateOnly bool, timeout time.Duration) (*broker.Topic, error) {
 	switch {
 	case duplicate:
 		return nil, fmt.Errorf("%w: topic %q appears more than once in the request", kerr.InvalidRequest, rt.Topic)
@@ -94,6 +99,15 @@ func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, duplicate, valida
 	}
 	return s.broker.CreateTopic(broker.CreateTopicRequest{
 		Name: rt.Topic, Partitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor,
-		Configs: configs, ValidateOnly: validateOnly,
+		Configs: configs, ValidateOnly: validateOnly, Timeout: timeout,
 	})
+}
+
+// requestTimeout turns a request's timeout_ms into a duration; zero or
+// less means none was given.
+func requestTimeout(ms int32) time.Duration {
+	if ms <= 0 {
+		return 0
+	}
+	return time.Duration(ms) * time.Millisecond
 }

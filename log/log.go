@@ -88,6 +88,11 @@ type Log struct {
 	// retention, DeleteRecordsBefore, TruncateTo, Reset, Sync and Close.
 	// It is held across file I/O.
 	appendMu sync.Mutex
+	// unsynced says something changed since the last Sync (appends, a
+	// truncation, the state found at Open), by appendMu: an idle log's
+	// periodic Sync then costs no fsync and no checkpoint write, which
+	// matters with thousands of partitions on a broker.
+	unsynced bool
 
 	// mu guards the fields below and every segment's published fields.
 	// It is held only for short in-memory work, never across I/O, so
@@ -297,6 +302,7 @@ func (l *Log) appendBatches(records []byte, hs []BatchHeader, stamp bool, opts A
 	l.mu.Lock()
 	seg.publish(&x, seg.size+int64(len(records)), off)
 	l.end = off
+	l.unsynced = true
 	l.size += int64(len(records))
 	start := l.logStart
 	l.mu.Unlock()
@@ -360,12 +366,16 @@ func (l *Log) Sync() error {
 }
 
 func (l *Log) syncLocked() error {
+	if !l.unsynced {
+		return nil
+	}
 	if err := l.active().sync(); err != nil {
 		return l.fail(fmt.Errorf("fsync: %w", err))
 	}
 	if err := writeCheckpoint(l.fsys, l.dir, recoveryPointFile, l.end); err != nil {
 		return fmt.Errorf("log: write recovery point: %w", err)
 	}
+	l.unsynced = false
 	return nil
 }
 

@@ -248,6 +248,7 @@ func (l *Log) recover() error {
 	}
 	l.logStart = max(logStart, l.segs[0].base)
 	l.end = l.active().next
+	l.unsynced = true
 	for _, s := range l.segs {
 		l.size += s.size
 	}

@@ -66,6 +66,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	l.segs = slices.Clip(l.segs[:k+1])
 	l.end = offset
+	l.unsynced = true
 	l.size = 0
 	for _, x := range l.segs {
 		l.size += x.size

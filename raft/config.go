@@ -20,12 +20,14 @@ import (
 // 3 + 2 ≈ 5 RPCs/s per follower per idle group, against about 20 with
 // hashicorp's (1 s, 50 ms). doc.go has the measured cost.
 type Config struct {
-	// Group names the Raft group; it is the directory under Dir and the
-	// name in the stream header ([A-Za-z0-9._-], at most 255 bytes).
+	// Group names the Raft group; it is its snapshots' directory under
+	// Dir and its name on the wire and in the shared log ([A-Za-z0-9._-],
+	// at most 255 bytes).
 	Group string
 	// NodeID is this broker's id in the group's configuration.
 	NodeID string
-	// Dir is the broker's Raft directory; the group lives in Dir/Group.
+	// Dir is the broker's Raft directory, the same for all its groups:
+	// the shared log lives in it, the group's snapshots in Dir/Group.
 	Dir string
 	// FSM is the group's state machine. Apply runs on one goroutine per
 	// group; Snapshot must return quickly (Apply waits), Persist may not.
@@ -60,24 +62,15 @@ type Config struct {
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
 	// MaxAppendEntries passes through to hashicorp/raft (default 64): the
-	// most entries stored (and sent to a follower) at once. raft-wal's
-	// write buffer grows to the largest such group and keeps that size,
-	// so with large entries it bounds a group's memory.
+	// most entries stored (and sent to a follower) at once.
 	MaxAppendEntries int
 	// NoSnapshotRestoreOnStart: the FSM recovers from its own files and
 	// Raft does not call Restore at start (for FSMs that are durable logs).
 	NoSnapshotRestoreOnStart bool
 
-	// MaxPool is how many idle outbound connections the group's transport
-	// keeps per peer. Default 2 (hashicorp: 3): connections per node pair
-	// are roughly groups × MaxPool in each direction.
-	MaxPool int
-	// TransportTimeout bounds one RPC's I/O (InstallSnapshot scales it).
-	// Default 10 s.
+	// TransportTimeout bounds one RPC on the node's shared transport
+	// (InstallSnapshot scales it). Default 10 s.
 	TransportTimeout time.Duration
-	// LogSegmentSize is raft-wal's segment size; preallocated, so it is
-	// disk per group. Default 8 MiB.
-	LogSegmentSize int
 }
 
 func (c *Config) setDefaults() {
@@ -94,12 +87,6 @@ func (c *Config) setDefaults() {
 	def(&c.LeaderLeaseTimeout, min(time.Second, c.HeartbeatTimeout))
 	def(&c.CommitTimeout, 200*time.Millisecond)
 	def(&c.TransportTimeout, 10*time.Second)
-	if c.MaxPool <= 0 {
-		c.MaxPool = 2
-	}
-	if c.LogSegmentSize <= 0 {
-		c.LogSegmentSize = defaultSegmentSize
-	}
 }
 
 func (c *Config) validate() error {

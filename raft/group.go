@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -28,7 +26,7 @@ type Group struct {
 	mux   *Mux
 	log   *slog.Logger
 	raft  *hraft.Raft
-	trans *hraft.NetworkTransport
+	trans *groupTransport
 	store *groupStore
 	// existing is whether the group had state on disk when it started:
 	// such a group never bootstraps again.
@@ -44,11 +42,12 @@ type Group struct {
 	shutErr  error
 }
 
-// Start opens (or creates) the group's state in cfg.Dir/cfg.Group and
-// starts its Raft instance on this mux. A brand-new group then needs
-// Bootstrap (on every initial member, with the same servers) or to be
-// added by the leader of an existing configuration; a group with state on
-// disk rejoins on its own.
+// Start opens (or creates) the group's state under cfg.Dir and starts its
+// Raft instance on this mux: its log and term/vote in the node's shared
+// log (store.go), its RPCs on the node's shared transport. A brand-new
+// group then needs Bootstrap (on every initial member, with the same
+// servers) or to be added by the leader of an existing configuration; a
+// group with state on disk rejoins on its own.
 func (m *Mux) Start(cfg Config) (*Group, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
@@ -71,36 +70,23 @@ func (m *Mux) Start(cfg Config) (*Group, error) {
 
 	g := &Group{
 		name: cfg.Group, id: cfg.NodeID, class: cfg.Class, mux: m, log: logger,
-		obsCh:    make(chan hraft.Observation, 16),
+		obsCh:    make(chan hraft.Observation, 4),
 		leaderCh: make(chan bool, 1),
 		done:     make(chan struct{}),
 	}
 	// Register the name first: a second Start of a running group must fail
-	// here, not block on the bbolt file lock of the first one's log store.
-	l, err := m.newLayer(cfg.Group)
-	if err != nil {
+	// here, before it touches the first one's state.
+	if g.trans, err = m.groupTransport(cfg.Group, TransportOptions{Timeout: cfg.TransportTimeout}); err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(cfg.Dir, cfg.Group)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		l.Close()
-		return nil, err
-	}
-	if g.store, err = openGroupStore(dir, cfg.LogSegmentSize, hl); err != nil {
-		l.Close()
+	if g.store, err = m.openGroupStore(cfg.Dir, cfg.Group, hl); err != nil {
+		g.trans.Close()
 		return nil, err
 	}
 	if g.existing, err = g.store.hasState(); err != nil {
-		g.store.Close()
-		l.Close()
+		g.trans.Close()
 		return nil, err
 	}
-	g.trans = hraft.NewNetworkTransportWithConfig(&hraft.NetworkTransportConfig{
-		Stream:  l,
-		MaxPool: cfg.MaxPool,
-		Timeout: cfg.TransportTimeout,
-		Logger:  hl.Named("transport"),
-	})
 	fsm := cfg.FSM
 	if fsm == nil {
 		fsm = smAdapter{cfg.StateMachine}
@@ -108,7 +94,6 @@ func (m *Mux) Start(cfg Config) (*Group, error) {
 	g.raft, err = hraft.NewRaft(rc, fsm, g.store.log, g.store.log, g.store.snaps, g.trans)
 	if err != nil {
 		g.trans.Close()
-		g.store.Close()
 		return nil, fmt.Errorf("raft: starting group %s: %w", cfg.Group, err)
 	}
 	g.observer = hraft.NewObserver(g.obsCh, false, func(o *hraft.Observation) bool {
@@ -164,6 +149,38 @@ func (g *Group) Bootstrap(servers []Server) error {
 		return fmt.Errorf("group %s: %w", g.name, ErrExistingState)
 	}
 	return g.translate(err)
+}
+
+// campaignWait bounds how long Campaign waits for the group's main loop
+// to take its request.
+const campaignWait = 5 * time.Second
+
+// Campaign makes this member stand for election now instead of after a
+// heartbeat timeout without a leader: a brand-new group's preferred
+// leader calls it right after Bootstrap, so new partitions have leaders
+// in milliseconds although the timers are sized for thousands of idle
+// groups. It hands the group the request a leader sends when it
+// transfers leadership (TimeoutNow), through the group's own transport,
+// so Raft treats it as it treats that one: the member becomes a
+// candidate in the next term and asks for votes at once. Elections are
+// safe whoever starts them; this only decides when. It returns at once.
+func (g *Group) Campaign() {
+	rpc := hraft.RPC{
+		Command:  &hraft.TimeoutNowRequest{RPCHeader: hraft.RPCHeader{ProtocolVersion: hraft.ProtocolVersionMax, ID: []byte(g.id), Addr: []byte(g.mux.Addr())}},
+		RespChan: make(chan hraft.RPCResponse, 1),
+	}
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		t := time.NewTimer(campaignWait)
+		defer t.Stop()
+		select {
+		case g.trans.consumeCh <- rpc:
+		case <-g.done:
+		case <-t.C:
+			g.log.Warn("raft group did not take the request to campaign", "waited", campaignWait)
+		}
+	}()
 }
 
 // HasExistingState reports whether the group found state on disk at Start.
@@ -294,9 +311,10 @@ func (g *Group) Shutdown() error {
 		g.wg.Wait()
 		g.mux.removeGroup(g)
 		g.mux.metrics.forgetGroup(g.name)
-		// Closing the transport closes the layer: the group's name is
-		// unregistered and its inbound connections are closed.
-		err = errors.Join(err, g.trans.Close(), g.store.Close())
+		// hashicorp/raft closes a transport that has Close when it shuts
+		// down; closing it again here covers a failed start. Either way
+		// only this group is detached from the node's connections.
+		err = errors.Join(err, g.trans.Close())
 		g.shutErr = err
 	})
 	return g.shutErr

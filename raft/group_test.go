@@ -94,7 +94,7 @@ func TestRestartRejoins(t *testing.T) {
 	}
 	ms[idx] = nil
 	sum += applyN(t, ms, 10)
-	if _, err := os.Stat(filepath.Join(f.node.dir, "restart", "wal")); err != nil {
+	if _, err := os.Stat(filepath.Join(f.node.dir, sharedLogDir)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -126,11 +126,6 @@ func TestSnapshotRestore(t *testing.T) {
 		c := fastConfig(group, n, fsm)
 		c.TrailingLogs = 2
 		c.SnapshotThreshold = 1 << 20 // only the forced snapshots
-		// raft-wal truncates the head lazily: entries below FirstIndex stay
-		// readable until their whole segment goes, and the leader would
-		// then replicate them instead of sending the snapshot. 4 KiB
-		// segments of 1 KiB entries make compaction drop real segments.
-		c.LogSegmentSize = 4 << 10
 		return c
 	}
 	ms := startGroup(t, nodes[:3], "snap", cfg)

@@ -166,7 +166,6 @@ func fastConfig(group string, n *node, fsm hraft.FSM) Config {
 		Group: group, NodeID: n.id, Dir: n.dir, FSM: fsm, Class: "test",
 		HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
 		LeaderLeaseTimeout: 250 * time.Millisecond, CommitTimeout: 20 * time.Millisecond,
-		LogSegmentSize: 1 << 20,
 	}
 }
 

@@ -30,10 +30,10 @@ func TestIdleCost(t *testing.T) {
 		secs = 10
 	}
 	cfg := func(group string, n *node, fsm hraft.FSM) Config {
-		c := Config{Group: group, NodeID: n.id, Dir: n.dir, FSM: fsm, LogSegmentSize: 1 << 20}
+		c := Config{Group: group, NodeID: n.id, Dir: n.dir, FSM: fsm}
 		if os.Getenv("WEIR_RAFT_IDLE_TIMERS") == "hashicorp" {
 			c.HeartbeatTimeout, c.ElectionTimeout = time.Second, time.Second
-			c.LeaderLeaseTimeout, c.CommitTimeout, c.MaxPool = 500*time.Millisecond, 50*time.Millisecond, 3
+			c.LeaderLeaseTimeout, c.CommitTimeout = 500*time.Millisecond, 50*time.Millisecond
 		}
 		return c
 	}
@@ -72,9 +72,9 @@ func TestIdleCost(t *testing.T) {
 
 func timersName() string {
 	if os.Getenv("WEIR_RAFT_IDLE_TIMERS") == "hashicorp" {
-		return "hashicorp defaults 1s/1s/500ms/50ms, MaxPool 3"
+		return "hashicorp defaults 1s/1s/500ms/50ms"
 	}
-	return "weir defaults 2s/2s/1s/200ms, MaxPool 2"
+	return "weir defaults 2s/2s/1s/200ms"
 }
 
 func cpuTime() (user, sys time.Duration) {

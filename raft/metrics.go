@@ -86,6 +86,7 @@ func (met *metrics) unregister() {
 type stateCollector struct {
 	mux                     *Mux
 	applied, commit, leader *prometheus.Desc
+	groups                  *prometheus.Desc
 }
 
 func newStateCollector(m *Mux) *stateCollector {
@@ -97,6 +98,8 @@ func newStateCollector(m *Mux) *stateCollector {
 			"Last Raft index this node knows to be committed in the group.", []string{"group"}, nil),
 		leader: prometheus.NewDesc("weir_raft_is_leader",
 			"1 if this node leads the group.", []string{"group"}, nil),
+		groups: prometheus.NewDesc("weir_raft_groups",
+			"Raft groups running on this node, by role (leader, follower, candidate, other).", []string{"role"}, nil),
 	}
 }
 
@@ -104,6 +107,7 @@ func (s *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- s.applied
 	ch <- s.commit
 	ch <- s.leader
+	ch <- s.groups
 }
 
 func (s *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -114,13 +118,25 @@ func (s *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		groups = append(groups, g)
 	}
 	s.mux.mu.Unlock()
+	roles := map[string]float64{"leader": 0, "follower": 0, "candidate": 0, "other": 0}
 	for _, g := range groups {
 		leader := 0.0
-		if g.raft.State() == hraft.Leader {
+		switch g.raft.State() {
+		case hraft.Leader:
 			leader = 1
+			roles["leader"]++
+		case hraft.Follower:
+			roles["follower"]++
+		case hraft.Candidate:
+			roles["candidate"]++
+		default:
+			roles["other"]++
 		}
 		ch <- prometheus.MustNewConstMetric(a, prometheus.GaugeValue, float64(g.raft.AppliedIndex()), g.name)
 		ch <- prometheus.MustNewConstMetric(c, prometheus.GaugeValue, float64(g.raft.CommitIndex()), g.name)
 		ch <- prometheus.MustNewConstMetric(l, prometheus.GaugeValue, leader, g.name)
+	}
+	for role, n := range roles {
+		ch <- prometheus.MustNewConstMetric(s.groups, prometheus.GaugeValue, n, role)
 	}
 }

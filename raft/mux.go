@@ -12,6 +12,8 @@ import (
 
 	hraft "github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/weir-broker/weir/raft/walstore"
 )
 
 // Stream header, sent once by the dialing side of every Raft connection
@@ -113,7 +115,11 @@ type Mux struct {
 	wg      sync.WaitGroup    // accept loop and header readers
 
 	rpcMu    sync.Mutex
-	rpcState *rpcState // RPC services and pool, made on first use, by rpcMu
+	rpcState *rpcState     // RPC services and pool, made on first use, by rpcMu
+	hub      *transportHub // shared Raft transport (transport.go), made on first use, by rpcMu
+
+	storeMu sync.Mutex
+	stores  map[string]*walstore.Store // Config.Dir → shared log, opened on first use, by storeMu
 }
 
 // NewMux starts serving ln. The Mux owns ln from here on and closes it in
@@ -129,6 +135,7 @@ func NewMux(ln net.Listener, cfg MuxConfig) (*Mux, error) {
 		groups:    make(map[string]*Group),
 		pending:   make(map[net.Conn]bool),
 		done:      make(chan struct{}),
+		stores:    make(map[string]*walstore.Store),
 	}
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
@@ -187,6 +194,7 @@ func (m *Mux) Close() error {
 	for _, l := range layers {
 		l.Close()
 	}
+	errs = append(errs, m.closeStores())
 	m.wg.Wait()
 	m.metrics.unregister()
 	if errors.Is(err, net.ErrClosed) {

@@ -1,6 +1,7 @@
 package raft
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,54 +9,107 @@ import (
 	"github.com/hashicorp/go-hclog"
 	hraft "github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
+
+	"github.com/weir-broker/weir/raft/walstore"
 )
 
-// A group's files, under Config.Dir:
+// A node's Raft files, under Config.Dir (every group of a broker uses the
+// same Dir):
 //
-//	<dir>/<group>/
-//	  wal/                         raft-wal: the Raft log and stable store
-//	    wal-meta.db                bbolt: segment list, term, vote
-//	    00000000000000000001-….wal segments, preallocated to LogSegmentSize
-//	  snapshots/                   raft.FileSnapshotStore, newest snapshotRetain kept
-//	    <term>-<index>-<ms>/{meta.json,state.bin}
+//	<dir>/@shared-wal/             walstore: the Raft log and stable store
+//	                               of every group on this node, one stream
+//	                               with group commit (raft/walstore/doc.go)
+//	<dir>/<group>/snapshots/       raft.FileSnapshotStore, newest snapshotRetain kept
+//	  <term>-<index>-<ms>/{meta.json,state.bin}
 //
-// raft-wal fsyncs the segment before StoreLogs returns and commits the
-// bbolt meta DB (fsync) before Set/SetUint64 return: Raft counts a log
-// entry toward a commit, and trusts a stored term or vote, as soon as
-// these calls return, so neither may sit in the page cache.
+// The shared log fsyncs before StoreLogs, Set and SetUint64 return: Raft
+// counts a log entry toward a commit, and trusts a stored term or vote, as
+// soon as these calls return, so neither may sit in the page cache. Many
+// groups' calls in the same instant share one fsync.
 //
-// Why raft-wal rather than raft-boltdb/v2: see doc.go (measured).
+// Earlier versions kept one raft-wal directory per group,
+// <dir>/<group>/wal/. A group that finds one at Start is copied into the
+// shared log once (migrateGroupWAL), then the directory is removed.
 const (
-	// defaultSegmentSize is raft-wal's segment size for a group. raft-wal
-	// preallocates each segment with fallocate, so this is real disk per
-	// group (1000 groups × 8 MiB = 8 GiB); its own 64 MiB default is sized
-	// for one Consul log per server, not one per partition.
-	defaultSegmentSize = 8 << 20
+	// sharedLogDir holds the node's shared Raft log. '@' is not allowed
+	// in group names, so no group's directory can take this name.
+	sharedLogDir = "@shared-wal"
+	// legacyWALDir is where a group's own raft-wal lived.
+	legacyWALDir = "wal"
 	// snapshotRetain is how many snapshots each group keeps on disk.
 	snapshotRetain = 2
 )
 
-// groupStore is what a group keeps on disk.
+// The keys hashicorp/raft keeps in its StableStore (raft.go); copied
+// verbatim when a group's raft-wal is migrated.
+var stableKeys = [...]struct {
+	name   string
+	uint64 bool
+}{
+	{"CurrentTerm", true},
+	{"LastVoteTerm", true},
+	{"LastVoteCand", false},
+}
+
+// groupStore is what a group keeps on disk: its view of the shared log
+// and its own snapshots.
 type groupStore struct {
-	log   *wal.WAL // LogStore, StableStore and MonotonicLogStore
+	log   *walstore.GroupStore
 	snaps *hraft.FileSnapshotStore
 }
 
-func openGroupStore(dir string, segmentSize int, logger hclog.Logger) (*groupStore, error) {
-	walDir := filepath.Join(dir, "wal")
-	if err := os.MkdirAll(walDir, 0o755); err != nil {
+// logStore returns the shared log for dir, opening it on first use. The
+// Mux closes it after its groups.
+func (m *Mux) logStore(dir string) (*walstore.Store, error) {
+	m.storeMu.Lock()
+	defer m.storeMu.Unlock()
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return nil, ErrShutdown
+	}
+	if s := m.stores[dir]; s != nil {
+		return s, nil
+	}
+	s, err := walstore.Open(filepath.Join(dir, sharedLogDir), walstore.Options{Logger: m.log, Registerer: m.metrics.reg})
+	if err != nil {
+		return nil, fmt.Errorf("raft: opening the shared log in %s: %w", dir, err)
+	}
+	m.stores[dir] = s
+	return s, nil
+}
+
+// closeStores closes the shared logs; every group is shut down by then.
+func (m *Mux) closeStores() error {
+	m.storeMu.Lock()
+	defer m.storeMu.Unlock()
+	var errs []error
+	for dir, s := range m.stores {
+		errs = append(errs, s.Close())
+		delete(m.stores, dir)
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Mux) openGroupStore(dir, group string, logger hclog.Logger) (*groupStore, error) {
+	shared, err := m.logStore(dir)
+	if err != nil {
 		return nil, err
 	}
-	w, err := wal.Open(walDir, wal.WithSegmentSize(segmentSize), wal.WithLogger(logger.Named("wal")))
-	if err != nil {
-		return nil, fmt.Errorf("raft: opening log store %s: %w", walDir, err)
+	gdir := filepath.Join(dir, group)
+	if err := os.MkdirAll(gdir, 0o755); err != nil {
+		return nil, err
 	}
-	snaps, err := hraft.NewFileSnapshotStoreWithLogger(dir, snapshotRetain, logger.Named("snapshot"))
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("raft: opening snapshot store %s: %w", dir, err)
+	gs := shared.Group(group)
+	if err := migrateGroupWAL(filepath.Join(gdir, legacyWALDir), shared, group, logger); err != nil {
+		return nil, err
 	}
-	return &groupStore{log: w, snaps: snaps}, nil
+	snaps, err := hraft.NewFileSnapshotStoreWithLogger(gdir, snapshotRetain, logger.Named("snapshot"))
+	if err != nil {
+		return nil, fmt.Errorf("raft: opening snapshot store %s: %w", gdir, err)
+	}
+	return &groupStore{log: gs, snaps: snaps}, nil
 }
 
 // hasState reports whether the group was ever bootstrapped or joined: any
@@ -64,4 +118,101 @@ func (s *groupStore) hasState() (bool, error) {
 	return hraft.HasExistingState(s.log, s.log, s.snaps)
 }
 
-func (s *groupStore) Close() error { return s.log.Close() }
+// RemoveGroupState deletes a stopped group's Raft state on this node: its
+// entries and term/vote in the shared log, and its snapshots. The group
+// must not be running.
+func (m *Mux) RemoveGroupState(dir, group string) error {
+	if err := validGroupName(group); err != nil {
+		return err
+	}
+	shared, err := m.logStore(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(shared.DropGroup(group), os.RemoveAll(filepath.Join(dir, group)))
+}
+
+// migrateGroupWAL copies a group's own raft-wal directory, as earlier
+// versions kept it, into the shared log, then removes it. It is safe to
+// repeat after a crash at any point: while the old directory exists it
+// is the truth, so whatever an interrupted copy left in the shared log is
+// dropped and copied again; the directory goes only after every entry
+// and key was stored (and so fsynced) in the shared log.
+func migrateGroupWAL(walDir string, shared *walstore.Store, group string, logger hclog.Logger) error {
+	if _, err := os.Stat(walDir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	old, err := wal.Open(walDir, wal.WithLogger(logger.Named("wal")))
+	if err != nil {
+		return fmt.Errorf("raft: opening %s to migrate it: %w", walDir, err)
+	}
+	err = copyGroupLog(old, shared, group)
+	if cerr := old.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("raft: migrating %s into the shared log: %w", walDir, err)
+	}
+	if err := os.RemoveAll(walDir); err != nil {
+		return fmt.Errorf("raft: removing migrated %s: %w", walDir, err)
+	}
+	logger.Info("migrated the group's raft-wal into the shared log", "dir", walDir)
+	return nil
+}
+
+// migrateBatch bounds the entries copied per StoreLogs.
+const migrateBatch = 64
+
+func copyGroupLog(old *wal.WAL, shared *walstore.Store, group string) error {
+	if err := shared.DropGroup(group); err != nil {
+		return err
+	}
+	gs := shared.Group(group)
+	for _, k := range stableKeys {
+		if k.uint64 {
+			v, err := old.GetUint64([]byte(k.name))
+			if err != nil || v == 0 {
+				continue // never set
+			}
+			if err := gs.SetUint64([]byte(k.name), v); err != nil {
+				return err
+			}
+			continue
+		}
+		v, err := old.Get([]byte(k.name))
+		if err != nil || len(v) == 0 {
+			continue
+		}
+		if err := gs.Set([]byte(k.name), v); err != nil {
+			return err
+		}
+	}
+	first, err := old.FirstIndex()
+	if err != nil {
+		return err
+	}
+	last, err := old.LastIndex()
+	if err != nil {
+		return err
+	}
+	if first == 0 || last < first {
+		return nil
+	}
+	batch := make([]*hraft.Log, 0, migrateBatch)
+	for i := first; i <= last; i++ {
+		l := new(hraft.Log)
+		if err := old.GetLog(i, l); err != nil {
+			return fmt.Errorf("entry %d: %w", i, err)
+		}
+		batch = append(batch, l)
+		if len(batch) == migrateBatch || i == last {
+			if err := gs.StoreLogs(batch); err != nil {
+				return err
+			}
+			batch = batch[:0]
+		}
+	}
+	return nil
+}

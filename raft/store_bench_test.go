@@ -9,10 +9,15 @@ import (
 	hraft "github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
+
+	"github.com/weir-broker/weir/raft/walstore"
 )
 
-// BenchmarkLogStore compares the two durable log stores weir could use,
-// each fsyncing before StoreLogs returns, as Raft requires. One op is one
+// BenchmarkLogStore compares durable log stores for one group, each
+// fsyncing before StoreLogs returns, as Raft requires: the node's shared
+// log (walstore, what weir uses) and the per-group stores it replaced
+// (raft-wal) or could have used (raft-boltdb). Many groups writing at once
+// is walstore's own benchmark (group commit). One op is one
 // StoreLogs call: batch=1 is a lone Apply on an idle group, batch=64 is
 // what the leader group-commits under load (MaxAppendEntries' default).
 // Run side by side:
@@ -23,8 +28,16 @@ func BenchmarkLogStore(b *testing.B) {
 		name string
 		open func(b *testing.B, dir string) hraft.LogStore
 	}{
+		{"shared", func(b *testing.B, dir string) hraft.LogStore {
+			s, err := walstore.Open(dir, walstore.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close() })
+			return s.Group("bench")
+		}},
 		{"wal", func(b *testing.B, dir string) hraft.LogStore {
-			w, err := wal.Open(dir, wal.WithSegmentSize(defaultSegmentSize))
+			w, err := wal.Open(dir, wal.WithSegmentSize(8<<20))
 			if err != nil {
 				b.Fatal(err)
 			}

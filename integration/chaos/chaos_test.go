@@ -27,11 +27,28 @@ const (
 )
 
 const (
-	chaosTopic      = "chaos"
-	chaosPartitions = 3
-	chaosGroup      = "chaos-group"
+	chaosTopic = "chaos"
+	// defaultChaosPartitions: hundreds, so that faults hit a broker that
+	// carries many Raft groups over its shared transport and log, as a
+	// production broker does; WEIR_CHAOS_PARTITIONS sets another count.
+	defaultChaosPartitions = 200
+	envPartitions          = "WEIR_CHAOS_PARTITIONS"
+	chaosGroup             = "chaos-group"
 	convergeTimeout = 60 * time.Second
 )
+
+// chaosPartitionCount is the workload topic's partition count.
+func chaosPartitionCount(t *testing.T) int32 {
+	v := os.Getenv(envPartitions)
+	if v == "" {
+		return defaultChaosPartitions
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive count", envPartitions, v)
+	}
+	return int32(n)
+}
 
 func chaosSettings(t *testing.T) (time.Duration, uint64) {
 	d := defaultDuration
@@ -77,7 +94,8 @@ func chaosNetwork(t *testing.T, rng *rand.Rand) Network {
 // the clients were told. See doc.go and docs/reliability.md.
 func TestChaos(t *testing.T) {
 	duration, seed := chaosSettings(t)
-	t.Logf("chaos: seed %d, nemesis for %v (rerun: %s=%d %s=%v)", seed, duration, envSeed, seed, envDuration, duration)
+	chaosPartitions := chaosPartitionCount(t)
+	t.Logf("chaos: seed %d, nemesis for %v, %d partitions (rerun: %s=%d %s=%v)", seed, duration, chaosPartitions, envSeed, seed, envDuration, duration)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	ctx := context.Background()
 
@@ -152,7 +170,7 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := map[int32]replicaLogs{}
-	for p := range int32(chaosPartitions) {
+	for p := range chaosPartitions {
 		logs[p] = replicaLogs{}
 		for _, n := range c.Nodes {
 			recs, err := c.ReadReplicaLog(ctx, n.ID, chaosTopic, topicID, p, ends[p])

@@ -1,0 +1,292 @@
+package raft
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	hraft "github.com/hashicorp/raft"
+)
+
+// Heartbeat batching. hashicorp/raft sends each follower of each group an
+// empty AppendEntries every HeartbeatTimeout/10 from a goroutine per
+// follower. Here each such call queues on the target's peer; the first
+// one arms a timer, and after tpHeartbeatTick (or at tpFlushBatch
+// heartbeats) everything queued for that peer goes out as ONE frame on its
+// control connection. The receiver hands every entry to its own group and
+// answers the whole batch in one frame once each group has answered;
+// every caller then returns its own group's answer.
+//
+// The receiver never answers for a group: a nil error refreshes the
+// leader's lease (heartbeat() calls setLastContact), so an answer not
+// produced by the follower's Raft would let a deposed leader keep serving
+// reads. A group that is not running, or does not answer (hashicorp's
+// processHeartbeat returns without answering once Raft is shut down),
+// gets an error in its slot; the others are unaffected.
+
+// callState is a call's completion: whoever wins begin (the connection's
+// reader or its closer) fills the response and calls end; a caller that
+// gives up wins abandon instead, after which nothing touches its
+// response.
+type callState struct {
+	state atomic.Uint32 // 0 pending, 1 completing, 2 abandoned, 3 complete
+	done  chan struct{}
+	err   error
+}
+
+func (s *callState) begin() bool   { return s.state.CompareAndSwap(0, 1) }
+func (s *callState) abandon() bool { return s.state.CompareAndSwap(0, 2) }
+func (s *callState) end(err error) {
+	s.err = err
+	close(s.done)
+	s.state.Store(3)
+}
+
+// hbCall is one group's heartbeat waiting for, or in, a batch. req is a
+// copy of the caller's request (hashicorp reuses its own); resp is the
+// caller's, written only by whoever wins begin.
+type hbCall struct {
+	callState
+	gt   *groupTransport
+	req  hraft.AppendEntriesRequest
+	resp *hraft.AppendEntriesResponse
+}
+
+func (c *hbCall) fail(err error) {
+	if c.begin() {
+		c.end(err)
+	}
+}
+
+func (gt *groupTransport) sendHeartbeat(target string, args *hraft.AppendEntriesRequest, resp *hraft.AppendEntriesResponse) error {
+	h := gt.hub
+	if err := gt.shutdownErr(); err != nil {
+		return err
+	}
+	p, err := h.peer(target)
+	if err != nil {
+		return err
+	}
+	c := &hbCall{callState: callState{done: make(chan struct{})}, gt: gt, req: *args, resp: resp}
+	p.queueHeartbeat(c)
+	t := time.NewTimer(gt.timeout)
+	defer t.Stop()
+	select {
+	case <-c.done:
+	case <-t.C:
+		if c.abandon() {
+			h.countError(tpErrTimeout)
+			return fmt.Errorf("heartbeat to %s: %w", target, errTpTimeout)
+		}
+		<-c.done
+	case <-gt.closed:
+		if c.abandon() {
+			return hraft.ErrTransportShutdown
+		}
+		<-c.done
+	case <-h.done:
+		if c.abandon() {
+			return fmt.Errorf("raft transport: closed")
+		}
+		<-c.done
+	}
+	if c.err != nil {
+		h.countCallError(c.err)
+	}
+	return c.err
+}
+
+func (p *peer) queueHeartbeat(c *hbCall) {
+	p.mu.Lock()
+	p.hbQ = append(p.hbQ, c)
+	full := len(p.hbQ) >= tpFlushBatch
+	arm := !full && !p.hbArm
+	if arm {
+		p.hbArm = true
+	}
+	p.mu.Unlock()
+	switch {
+	case full:
+		p.flushHeartbeats()
+	case arm:
+		time.AfterFunc(p.h.tick, p.flushHeartbeats)
+	}
+}
+
+func (p *peer) takeHeartbeats() []*hbCall {
+	p.mu.Lock()
+	q := p.hbQ
+	p.hbQ, p.hbArm = nil, false
+	p.mu.Unlock()
+	return q
+}
+
+func (p *peer) failHeartbeats(err error) {
+	for _, c := range p.takeHeartbeats() {
+		c.fail(err)
+	}
+}
+
+// flushHeartbeats sends everything queued for p as one frame.
+func (p *peer) flushHeartbeats() {
+	q := p.takeHeartbeats()
+	live := q[:0]
+	for _, c := range q {
+		if c.state.Load() == 0 { // not given up on
+			live = append(live, c)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	fail := func(err error) {
+		for _, c := range live {
+			c.fail(err)
+		}
+	}
+	cc, err := p.conn(laneControl, time.Now().Add(tpDialTimeout))
+	if err != nil {
+		fail(err)
+		return
+	}
+	frame, n, err := encodeHeartbeats(live).frame()
+	if err != nil {
+		fail(err)
+		return
+	}
+	if err := cc.send(&hbFlight{calls: live}, cc.newID(), frame, n); err != nil {
+		fail(err)
+		return
+	}
+	st := &p.h.st
+	st.hbFramesSent.Add(1)
+	st.hbSent.Add(uint64(len(live)))
+	p.h.met.batchGroups.Observe(float64(len(live)))
+}
+
+// hbFlight is a batch on the wire.
+type hbFlight struct{ calls []*hbCall }
+
+func (f *hbFlight) reqType() byte { return tpHeartbeats }
+
+func (f *hbFlight) complete(kind byte, body []byte, err error) {
+	if err == nil && kind&tpError != 0 {
+		err = newRemoteError(string(body))
+	}
+	var d tpDec
+	if err == nil {
+		d.b = body
+		if n := d.count(tpMaxBatch, 1); d.err == nil && n != len(f.calls) {
+			d.fail(fmt.Sprintf("%d answers to %d heartbeats", n, len(f.calls)))
+		}
+		err = d.err
+	}
+	if err != nil {
+		for _, c := range f.calls {
+			c.fail(err)
+		}
+		return
+	}
+	var scratch hraft.AppendEntriesResponse
+	for _, c := range f.calls {
+		switch d.byte1() {
+		case 0:
+			if c.begin() {
+				decodeAppendResp(&d, c.resp)
+				c.end(d.err)
+			} else {
+				decodeAppendResp(&d, &scratch)
+			}
+		case 1:
+			msg := d.bytes()
+			if d.err == nil {
+				c.fail(newRemoteError(string(msg)))
+			}
+		default:
+			d.fail("bad heartbeat status")
+		}
+		if d.err != nil {
+			c.fail(d.err)
+		}
+	}
+}
+
+// hbBatchIn collects a received batch's answers; the last group to
+// answer sends them all.
+type hbBatchIn struct {
+	sc     *serverConn
+	id     uint32
+	res    []hbResult
+	left   atomic.Int32
+	single bool // one unbatched AppendEntries heartbeat
+}
+
+func newHeartbeatBatch(sc *serverConn, id uint32, n int) *hbBatchIn {
+	b := &hbBatchIn{sc: sc, id: id, res: make([]hbResult, n)}
+	b.left.Store(int32(n))
+	return b
+}
+
+func (b *hbBatchIn) set(i int, r hraft.RPCResponse) {
+	switch resp, ok := r.Response.(*hraft.AppendEntriesResponse); {
+	case r.Error != nil:
+		b.res[i] = hbResult{err: r.Error.Error()}
+	case ok && resp != nil:
+		b.res[i] = hbResult{resp: resp}
+	default:
+		b.res[i] = hbResult{err: "raft transport: no AppendEntries response from the group"}
+	}
+	if b.left.Add(-1) != 0 {
+		return
+	}
+	if b.single {
+		(&inbound{sc: b.sc, id: b.id, typ: tpAppend}).reply(r)
+		return
+	}
+	b.sc.enqueue(encodeHeartbeatResults(b.id, b.res))
+}
+
+// serveHeartbeats hands each heartbeat of a batch to its group.
+func (h *transportHub) serveHeartbeats(sc *serverConn, id uint32, entries []hbEntry) {
+	h.st.hbFramesRecv.Add(1)
+	h.st.hbRecv.Add(uint64(len(entries)))
+	if len(entries) == 0 {
+		sc.enqueue(encodeHeartbeatResults(id, nil))
+		return
+	}
+	b := newHeartbeatBatch(sc, id, len(entries))
+	for i, e := range entries {
+		gt := h.lookup(e.group)
+		switch {
+		case gt == nil:
+			b.set(i, hraft.RPCResponse{Error: fmt.Errorf("%s", sc.notRunning(e.group))})
+		case !isHeartbeat(e.req):
+			b.set(i, hraft.RPCResponse{Error: fmt.Errorf("raft transport: batched request for %s is not a heartbeat", e.group)})
+		default:
+			fn := gt.heartbeatHandler()
+			if fn == nil {
+				gt.enqueue(inbound{cmd: e.req, batch: b, idx: i})
+				continue
+			}
+			// One goroutine per heartbeat: processHeartbeat is quick,
+			// but a term change writes to the stable store, and one
+			// group's disk must not hold up the other groups' leases.
+			h.wg.Add(1)
+			go gt.runHeartbeat(fn, e.req, b, i)
+		}
+	}
+}
+
+func (gt *groupTransport) runHeartbeat(fn func(hraft.RPC), req *hraft.AppendEntriesRequest, b *hbBatchIn, i int) {
+	defer gt.hub.wg.Done()
+	respCh := make(chan hraft.RPCResponse, 1)
+	fn(hraft.RPC{Command: req, RespChan: respCh})
+	select {
+	case r := <-respCh:
+		b.set(i, r)
+	default:
+		// processHeartbeat returns without answering once Raft is shut
+		// down; an answer here would be a lie.
+		b.set(i, hraft.RPCResponse{Error: fmt.Errorf("raft transport: group %s did not answer the heartbeat (shut down)", gt.name)})
+	}
+}

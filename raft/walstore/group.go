@@ -1,0 +1,264 @@
+package walstore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	hraft "github.com/hashicorp/raft"
+)
+
+// loc is where a record lives: 12 bytes per stored entry is the whole
+// per-entry memory cost.
+type loc struct {
+	seg uint32
+	off uint32
+	n   uint32 // whole record, frame included
+}
+
+type stableKV struct {
+	key string
+	val []byte
+	at  loc
+}
+
+// group is one Raft group's index. An idle group with a few entries costs
+// this struct, its map slot, its locations and its stable values: a few
+// hundred bytes.
+type group struct {
+	// Published state, changed by the writer under Store.mu after the
+	// records are synced; read by GroupStore under RLock.
+	first  uint64 // index of locs[0]; 0 when locs is empty
+	locs   []loc
+	stable []stableKV // a handful of keys (term, vote); a slice beats a map
+
+	// Writer-only view including records validated but not yet synced:
+	// validation of the next request must see the ones before it.
+	wfirst, wlast uint64
+	mark          uint64 // last batch that counted this group
+}
+
+func (g *group) last() uint64 {
+	if len(g.locs) == 0 {
+		return 0
+	}
+	return g.first + uint64(len(g.locs)) - 1
+}
+
+func (g *group) empty() bool { return len(g.locs) == 0 && len(g.stable) == 0 }
+
+func stableAt[K string | []byte](g *group, key K) int {
+	for i := range g.stable {
+		if g.stable[i].key == string(key) {
+			return i
+		}
+	}
+	return -1
+}
+
+// GroupStore is one group's view of the Store. It implements
+// hraft.LogStore, hraft.StableStore and hraft.MonotonicLogStore.
+type GroupStore struct {
+	s    *Store
+	name string
+	err  error // invalid name
+}
+
+var (
+	_ hraft.LogStore          = (*GroupStore)(nil)
+	_ hraft.StableStore       = (*GroupStore)(nil)
+	_ hraft.MonotonicLogStore = (*GroupStore)(nil)
+)
+
+// IsMonotonic tells Raft the log never has gaps, so after installing a
+// snapshot it deletes the whole log instead of leaving a gap.
+func (gs *GroupStore) IsMonotonic() bool { return true }
+
+// FirstIndex returns the first stored index, 0 when the log is empty.
+func (gs *GroupStore) FirstIndex() (uint64, error) {
+	if gs.err != nil {
+		return 0, gs.err
+	}
+	s := gs.s
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	if g := s.groups[gs.name]; g != nil {
+		return g.first, nil
+	}
+	return 0, nil
+}
+
+// LastIndex returns the last stored index, 0 when the log is empty.
+func (gs *GroupStore) LastIndex() (uint64, error) {
+	if gs.err != nil {
+		return 0, gs.err
+	}
+	s := gs.s
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	if g := s.groups[gs.name]; g != nil {
+		return g.last(), nil
+	}
+	return 0, nil
+}
+
+// GetLog reads entry index into l; hraft.ErrLogNotFound if it is not
+// stored. l's Data and Extensions are freshly allocated.
+func (gs *GroupStore) GetLog(index uint64, l *hraft.Log) error {
+	if gs.err != nil {
+		return gs.err
+	}
+	s := gs.s
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	g := s.groups[gs.name]
+	if g == nil || index < g.first || index > g.last() || len(g.locs) == 0 {
+		s.mu.RUnlock()
+		return hraft.ErrLogNotFound
+	}
+	at := g.locs[index-g.first]
+	sg := s.segmentAt(at.seg)
+	if sg == nil {
+		s.mu.RUnlock()
+		return fmt.Errorf("walstore: group %q index %d: segment %d missing", gs.name, index, at.seg)
+	}
+	sg.acquire()
+	s.mu.RUnlock()
+
+	buf := make([]byte, at.n)
+	n, err := sg.f.ReadAt(buf, int64(at.off))
+	sg.release()
+	if n == len(buf) {
+		err = nil
+	} else if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return fmt.Errorf("walstore: reading %s at %d: %w", sg.path, at.off, err)
+	}
+	rec, err := parseRecord(buf)
+	if err == nil && (rec.kind != kindEntry || string(rec.group) != gs.name || entryIndex(rec.payload) != index) {
+		err = errBadPayload
+	}
+	if err != nil {
+		return fmt.Errorf("walstore: %s offset %d (group %q index %d): %w", sg.path, at.off, gs.name, index, err)
+	}
+	return decodeEntry(rec.payload, l)
+}
+
+// StoreLog stores one entry; see StoreLogs.
+func (gs *GroupStore) StoreLog(l *hraft.Log) error {
+	return gs.StoreLogs([]*hraft.Log{l})
+}
+
+// StoreLogs appends entries, which must be consecutive and follow
+// LastIndex (any first index when the log is empty). It returns once
+// they are fsynced; only then can GetLog see them.
+func (gs *GroupStore) StoreLogs(logs []*hraft.Log) error {
+	if gs.err != nil {
+		return gs.err
+	}
+	if len(logs) == 0 {
+		return nil
+	}
+	first := logs[0].Index
+	if first == 0 {
+		return fmt.Errorf("%w: group %q: index 0", ErrNotContiguous, gs.name)
+	}
+	for i, l := range logs {
+		if l.Index != first+uint64(i) {
+			return fmt.Errorf("%w: group %q: index %d after %d in one StoreLogs", ErrNotContiguous, gs.name, l.Index, logs[i-1].Index)
+		}
+		if len(l.Data)+len(l.Extensions) > maxRecordLen-recHeaderLen-maxNameLen-entryFixedLen-binary.MaxVarintLen64 {
+			return fmt.Errorf("walstore: group %q index %d: entry too large", gs.name, l.Index)
+		}
+	}
+	r := gs.s.getRequest(kindEntry, gs.name)
+	r.lo, r.hi = first, first+uint64(len(logs))-1
+	for _, l := range logs {
+		r.buf = appendEntryRecord(r.buf, gs.name, l)
+	}
+	return gs.s.submit(r)
+}
+
+// DeleteRange removes entries min..max inclusive: a head (compaction), a
+// tail (conflict truncation) or everything. Ranges outside the log are
+// no-ops; a range strictly inside it is refused, as it would leave a gap.
+func (gs *GroupStore) DeleteRange(min, max uint64) error {
+	if gs.err != nil {
+		return gs.err
+	}
+	if min > max {
+		return nil
+	}
+	r := gs.s.getRequest(kindDelete, gs.name)
+	r.lo, r.hi = min, max
+	r.buf = appendDeleteRecord(r.buf, gs.name, min, max)
+	return gs.s.submit(r)
+}
+
+// Set durably stores key = val for the group.
+func (gs *GroupStore) Set(key, val []byte) error {
+	if gs.err != nil {
+		return gs.err
+	}
+	if len(key) > maxKeyLen || len(val) > maxRecordLen/2 {
+		return fmt.Errorf("walstore: group %q: stable key or value too large", gs.name)
+	}
+	r := gs.s.getRequest(kindStable, gs.name)
+	r.key = string(key)
+	r.val = append(r.val[:0], val...)
+	r.buf = appendStableRecord(r.buf, gs.name, key, val)
+	return gs.s.submit(r)
+}
+
+// Get returns key's value; an error reading exactly "not found" if unset.
+func (gs *GroupStore) Get(key []byte) ([]byte, error) {
+	if gs.err != nil {
+		return nil, gs.err
+	}
+	s := gs.s
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	g := s.groups[gs.name]
+	if g == nil {
+		return nil, errNotFound
+	}
+	i := stableAt(g, key)
+	if i < 0 {
+		return nil, errNotFound
+	}
+	return append([]byte{}, g.stable[i].val...), nil
+}
+
+// SetUint64 stores val as 8 big-endian bytes under key.
+func (gs *GroupStore) SetUint64(key []byte, val uint64) error {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], val)
+	return gs.Set(key, b[:])
+}
+
+// GetUint64 returns key's value as set by SetUint64; (0, "not found") if
+// unset.
+func (gs *GroupStore) GetUint64(key []byte) (uint64, error) {
+	v, err := gs.Get(key)
+	if err != nil {
+		return 0, err
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("walstore: group %q key %q: %d-byte value is not a uint64", gs.name, key, len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}

@@ -1,0 +1,135 @@
+package walstore
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	hraft "github.com/hashicorp/raft"
+)
+
+// TestGroupCommit runs many groups' appends concurrently on a real disk:
+// they must share fsyncs, and every entry must be readable at once and
+// after reopening.
+func TestGroupCommit(t *testing.T) {
+	const groups, calls = 64, 40
+	dir := t.TempDir()
+	s := openT(t, dir, nil, 256<<10)
+	var wg sync.WaitGroup
+	errs := make(chan error, groups)
+	for g := range groups {
+		wg.Go(func() {
+			gs := s.Group(fmt.Sprintf("p-%d", g))
+			for i := uint64(1); i <= calls; i++ {
+				if err := gs.StoreLogs([]*hraft.Log{mkLog(gs.name, i, 1)}); err != nil {
+					errs <- err
+					return
+				}
+				// Readable as soon as StoreLogs returned.
+				if last, _ := gs.LastIndex(); last != i {
+					errs <- fmt.Errorf("%s: LastIndex %d right after storing %d", gs.name, last, i)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	st := s.Stats()
+	t.Logf("%d StoreLogs calls: %d fsyncs, %d batches, %d segments", groups*calls, st.Fsyncs, st.Batches, st.Segments)
+	if st.Records != groups*calls {
+		t.Fatalf("Records = %d, want %d", st.Records, groups*calls)
+	}
+	if st.Fsyncs*4 > groups*calls {
+		t.Fatalf("%d fsyncs for %d calls: not group-committed", st.Fsyncs, groups*calls)
+	}
+	if st.Groups != groups {
+		t.Fatalf("Stats.Groups = %d", st.Groups)
+	}
+	want := dumpState(t, s)
+	for _, g := range want {
+		if g.First != 1 || g.Last != calls {
+			t.Fatalf("group state %+v", g)
+		}
+	}
+	mustClose(t, s)
+	s = openT(t, dir, nil, 256<<10)
+	defer mustClose(t, s)
+	if err := equalStates(want, dumpState(t, s)); err != nil {
+		t.Fatalf("after reopen: %v", err)
+	}
+}
+
+// TestNotVisibleBeforeFsync holds the writer inside Sync and checks that
+// neither the entry nor the stable value can be read until it returns.
+func TestNotVisibleBeforeFsync(t *testing.T) {
+	fsys := newFaultFS()
+	s := openT(t, testDir, fsys, 0)
+	defer mustClose(t, s)
+	gs := s.Group("g")
+	storeRange(t, gs, 1, 1, 1)
+
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	fsys.setSyncHook(func(string) {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+	})
+	done := make(chan error, 2)
+	go func() { done <- gs.StoreLogs(mkLogs("g", 2, 3, 1)) }()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("writer never reached Sync")
+	}
+	// While this Sync is in flight the next batch forms behind it.
+	go func() { done <- gs.SetUint64([]byte("CurrentTerm"), 4) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.qmu.Lock()
+		n := len(s.queue)
+		s.qmu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("second request never queued")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if last, _ := gs.LastIndex(); last != 1 {
+		t.Fatalf("LastIndex = %d before the fsync returned", last)
+	}
+	var l hraft.Log
+	if err := gs.GetLog(2, &l); !errors.Is(err, hraft.ErrLogNotFound) {
+		t.Fatalf("GetLog(2) before fsync: %v", err)
+	}
+	if _, err := gs.GetUint64([]byte("CurrentTerm")); !isNotFound(err) {
+		t.Fatalf("stable value visible before its fsync: %v", err)
+	}
+	batches := s.Stats().Batches
+	close(release)
+	for range 2 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("writes did not complete")
+		}
+	}
+	if last, _ := gs.LastIndex(); last != 3 {
+		t.Fatalf("LastIndex = %d after StoreLogs returned", last)
+	}
+	if got := s.Stats().Batches - batches; got != 2 {
+		t.Fatalf("%d batches for the held and the queued request, want 2", got)
+	}
+}

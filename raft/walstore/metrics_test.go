@@ -1,0 +1,67 @@
+package walstore
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	fsys := newFaultFS()
+	s, err := Open(testDir, Options{FS: fsys, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		storeRange(t, s.Group(fmt.Sprint("g", i)), 1, 2, 1)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		m := mf.GetMetric()[0]
+		switch {
+		case m.Counter != nil:
+			got[mf.GetName()] = m.Counter.GetValue()
+		case m.Gauge != nil:
+			got[mf.GetName()] = m.Gauge.GetValue()
+		case m.Histogram != nil:
+			got[mf.GetName()] = float64(m.Histogram.GetSampleCount())
+		}
+	}
+	st := s.Stats()
+	want := map[string]float64{
+		"weir_raft_log_fsyncs_total":          float64(st.Fsyncs),
+		"weir_raft_log_batch_records":         float64(st.Batches),
+		"weir_raft_log_batch_groups":          float64(st.Batches),
+		"weir_raft_log_bytes_written_total":   float64(st.BytesWritten),
+		"weir_raft_log_segments":              1,
+		"weir_raft_log_groups":                3,
+		"weir_raft_log_relocated_bytes_total": 0,
+		"weir_raft_log_sync_seconds":          float64(st.Fsyncs),
+	}
+	for name, v := range want {
+		if g, ok := got[name]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", name, g, ok, v)
+		}
+	}
+	mustClose(t, s)
+	if mfs, _ := reg.Gather(); len(mfs) != 0 {
+		var names []string
+		for _, mf := range mfs {
+			names = append(names, mf.GetName())
+		}
+		t.Fatalf("still registered after Close: %v", slices.Sorted(slices.Values(names)))
+	}
+	// A reopened store registers again.
+	s, err = Open(testDir, Options{FS: fsys, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustClose(t, s)
+}

@@ -1,0 +1,387 @@
+package walstore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// request is one caller's mutation, encoded by the caller (so CRC work
+// runs in parallel) and written by the writer. Requests are pooled: the
+// hot path of StoreLogs allocates nothing once the pool is warm.
+type request struct {
+	kind   byte
+	name   string
+	lo, hi uint64 // kindEntry: first and last index; kindDelete: min, max
+	key    string // kindStable
+	val    []byte // kindStable
+	buf    []byte // encoded records
+
+	// Set by the writer.
+	g    *group
+	skip bool // nothing to write (e.g. DeleteRange outside the log)
+	off  int  // position of buf in the batch
+	err  error
+	done chan struct{} // capacity 1, reused across uses
+}
+
+func (s *Store) getRequest(kind byte, name string) *request {
+	r := s.reqs.Get().(*request)
+	r.kind, r.name = kind, name
+	r.buf = r.buf[:0]
+	return r
+}
+
+func (s *Store) putRequest(r *request) {
+	if cap(r.buf) > 1<<20 {
+		r.buf = nil // do not pin a large StoreLogs' buffer in the pool
+	}
+	if cap(r.val) > 64<<10 {
+		r.val = nil
+	}
+	r.g, r.err, r.key, r.skip, r.lo, r.hi = nil, nil, "", false, 0, 0
+	r.val = r.val[:0]
+	s.reqs.Put(r)
+}
+
+// submit queues r and waits until the writer has fsynced it (or failed).
+// There is no timer: the writer takes whatever is queued when it comes
+// round, so batches grow exactly while the previous fsync is in flight.
+func (s *Store) submit(r *request) error {
+	s.qmu.Lock()
+	switch {
+	case s.closing:
+		s.qmu.Unlock()
+		s.putRequest(r)
+		return ErrClosed
+	case s.failErr != nil:
+		err := s.failErr
+		s.qmu.Unlock()
+		s.putRequest(r)
+		return err
+	}
+	s.queue = append(s.queue, r)
+	s.qmu.Unlock()
+	s.signal()
+	<-r.done
+	err := r.err
+	s.putRequest(r)
+	return err
+}
+
+func (s *Store) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run is the writer goroutine: the only code that writes segments or
+// changes the index.
+func (s *Store) run() {
+	defer close(s.stopped)
+	for {
+		batch, closing, failed := s.take()
+		if len(batch) > 0 {
+			if failed != nil {
+				s.finish(batch, failed)
+			} else {
+				s.commit(batch)
+			}
+			clear(s.wq)
+			continue
+		}
+		if closing {
+			return
+		}
+		if failed == nil && s.reclaimStep() {
+			continue
+		}
+		<-s.wake
+	}
+}
+
+// take moves up to one batch's worth of queued requests into s.wq.
+func (s *Store) take() ([]*request, bool, error) {
+	limit := int(min(maxBatchBytes, s.segBytes/2))
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	n, bytes := 0, 0
+	for n < len(s.queue) && (n == 0 || bytes+len(s.queue[n].buf) <= limit) {
+		bytes += len(s.queue[n].buf)
+		n++
+	}
+	s.wq = append(s.wq[:0], s.queue[:n]...)
+	rest := copy(s.queue, s.queue[n:])
+	clear(s.queue[rest:])
+	s.queue = s.queue[:rest]
+	return s.wq, s.closing, s.failErr
+}
+
+// commit validates, writes, syncs and publishes one batch, then wakes
+// its callers. Nothing is published or acknowledged before Sync returns.
+func (s *Store) commit(batch []*request) {
+	bytes, records := 0, 0
+	for _, r := range batch {
+		if r.err = s.validate(r); r.err != nil || r.skip {
+			continue
+		}
+		r.off = bytes
+		bytes += len(r.buf)
+		if r.kind == kindEntry {
+			records += int(r.hi - r.lo + 1)
+		} else {
+			records++
+		}
+	}
+	if bytes == 0 {
+		s.finish(batch, nil)
+		return
+	}
+	s.wbuf = s.wbuf[:0]
+	for _, r := range batch {
+		if r.err == nil && !r.skip {
+			s.wbuf = append(s.wbuf, r.buf...)
+		}
+	}
+	sg, base, err := s.write(s.wbuf)
+	if err != nil {
+		s.fail(err)
+		s.finish(batch, s.failed())
+		return
+	}
+	s.batchSeq++
+	groups := 0
+	s.mu.Lock()
+	for _, r := range batch {
+		if r.err != nil || r.skip {
+			continue
+		}
+		if r.g.mark != s.batchSeq {
+			r.g.mark = s.batchSeq
+			groups++
+		}
+		s.apply(r, sg, base+int64(r.off))
+	}
+	for _, r := range batch {
+		// A group left with nothing (dropped, fully deleted) leaves the
+		// map so that idle names cost nothing.
+		if g := r.g; g != nil && g.empty() && g.wlast == 0 && s.groups[r.name] == g {
+			delete(s.groups, r.name)
+		}
+	}
+	s.mu.Unlock()
+	s.batches.Add(1)
+	s.records.Add(uint64(records))
+	if s.met != nil {
+		s.met.batchRecords.Observe(float64(records))
+		s.met.batchGroups.Observe(float64(groups))
+	}
+	s.finish(batch, nil)
+}
+
+// finish wakes every caller in batch. A request is the caller's again
+// once done is sent, so it is not touched afterwards.
+func (s *Store) finish(batch []*request, err error) {
+	for _, r := range batch {
+		if err != nil {
+			r.err = err
+		}
+		r.done <- struct{}{}
+	}
+}
+
+// validate checks r against the group as it will be once everything
+// before r is applied, and advances that view.
+func (s *Store) validate(r *request) error {
+	g := s.groups[r.name] // the writer is the map's only mutator
+	if g == nil && (r.kind == kindEntry || r.kind == kindStable) {
+		g = &group{}
+		s.mu.Lock()
+		s.groups[r.name] = g
+		s.mu.Unlock()
+	}
+	r.g = g
+	switch r.kind {
+	case kindEntry:
+		if g.wlast != 0 && r.lo != g.wlast+1 {
+			return fmt.Errorf("%w: group %q: StoreLogs from index %d, last index is %d", ErrNotContiguous, r.name, r.lo, g.wlast)
+		}
+		if g.wlast == 0 {
+			g.wfirst = r.lo
+		}
+		g.wlast = r.hi
+	case kindDelete:
+		if g == nil || g.wlast == 0 || r.hi < g.wfirst || r.lo > g.wlast {
+			r.skip = true
+			return nil
+		}
+		switch {
+		case r.lo <= g.wfirst && r.hi >= g.wlast:
+			g.wfirst, g.wlast = 0, 0
+		case r.lo <= g.wfirst:
+			g.wfirst = r.hi + 1
+		case r.hi >= g.wlast:
+			g.wlast = r.lo - 1
+		default:
+			return fmt.Errorf("%w: group %q: DeleteRange(%d, %d) inside %d..%d would leave a gap", ErrNotContiguous, r.name, r.lo, r.hi, g.wfirst, g.wlast)
+		}
+	case kindDrop:
+		if g == nil {
+			r.skip = true
+			return nil
+		}
+		g.wfirst, g.wlast = 0, 0
+	}
+	return nil
+}
+
+// write appends buf to the active segment, rolling first if it would
+// overflow, and fsyncs. A new segment's directory entry is fsynced too
+// before anything in it is acknowledged.
+func (s *Store) write(buf []byte) (*segment, int64, error) {
+	sg := s.activeSegment()
+	rolled := false
+	if sg.size > segHeaderLen && sg.size+int64(len(buf)) > s.segBytes {
+		nsg, err := s.createSegment(sg.seq + 1)
+		if err != nil {
+			return nil, 0, err
+		}
+		s.mu.Lock()
+		s.segs = append(s.segs, nsg)
+		s.diskBytes += nsg.size
+		s.mu.Unlock()
+		s.wrote(nsg.size)
+		sg, rolled = nsg, true
+	}
+	base := sg.size
+	if _, err := sg.f.WriteAt(buf, base); err != nil {
+		return nil, 0, fmt.Errorf("walstore: writing %s at %d: %w", sg.path, base, err)
+	}
+	s.wrote(int64(len(buf)))
+	start := time.Now()
+	err := sg.f.Sync()
+	s.fsyncs.Add(1)
+	if s.met != nil {
+		s.met.fsyncs.Inc()
+		s.met.syncSeconds.Observe(time.Since(start).Seconds())
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("walstore: syncing %s: %w", sg.path, err)
+	}
+	if rolled {
+		if err := s.syncDir(); err != nil {
+			return nil, 0, err
+		}
+	}
+	s.mu.Lock()
+	sg.size += int64(len(buf))
+	s.diskBytes += int64(len(buf))
+	s.mu.Unlock()
+	return sg, base, nil
+}
+
+func (s *Store) wrote(n int64) {
+	s.bytesWritten.Add(uint64(n))
+	if s.met != nil {
+		s.met.bytesWritten.Add(float64(n))
+	}
+}
+
+// fail makes the store refuse all further writes (fail-stop) and fails
+// everything queued. After a failed write or fsync the kernel may have
+// dropped dirty pages, so no later fsync could prove earlier data durable.
+func (s *Store) fail(err error) {
+	s.logger.Error("walstore: write failed; refusing further writes until reopened", "dir", s.dir, "error", err)
+	s.qmu.Lock()
+	if s.failErr == nil {
+		s.failErr = fmt.Errorf("%w: %w", ErrFailed, err)
+	}
+	s.qmu.Unlock()
+}
+
+func (s *Store) failed() error {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	return s.failErr
+}
+
+// apply publishes one synced request at position off of segment sg.
+// Called with mu held.
+func (s *Store) apply(r *request, sg *segment, off int64) {
+	g := r.g
+	switch r.kind {
+	case kindEntry:
+		if len(g.locs) == 0 {
+			g.first = r.lo
+		}
+		for p := 0; p < len(r.buf); {
+			n := frameLen + int(binary.BigEndian.Uint32(r.buf[p:]))
+			g.locs = append(g.locs, loc{seg: sg.seq, off: uint32(off) + uint32(p), n: uint32(n)})
+			s.addLive(sg, int64(n))
+			p += n
+		}
+	case kindDelete:
+		s.deleteRange(g, r.lo, r.hi)
+	case kindStable:
+		at := loc{seg: sg.seq, off: uint32(off), n: uint32(len(r.buf))}
+		val := slices.Clone(r.val)
+		if val == nil {
+			val = []byte{}
+		}
+		if i := stableAt(g, r.key); i >= 0 {
+			s.unlive(g.stable[i].at)
+			g.stable[i].val, g.stable[i].at = val, at
+		} else {
+			g.stable = append(g.stable, stableKV{key: r.key, val: val, at: at})
+		}
+		s.addLive(sg, int64(at.n))
+	case kindDrop:
+		for _, l := range g.locs {
+			s.unlive(l)
+		}
+		for _, kv := range g.stable {
+			s.unlive(kv.at)
+		}
+		g.first, g.locs, g.stable = 0, nil, nil
+	}
+}
+
+// deleteRange removes lo..hi from g's published log; validate has
+// already refused ranges inside it. Called with mu held.
+func (s *Store) deleteRange(g *group, lo, hi uint64) {
+	last := g.last()
+	if len(g.locs) == 0 || hi < g.first || lo > last {
+		return
+	}
+	lo, hi = max(lo, g.first), min(hi, last)
+	for _, l := range g.locs[lo-g.first : hi-g.first+1] {
+		s.unlive(l)
+	}
+	switch {
+	case lo == g.first && hi == last:
+		g.first, g.locs = 0, nil
+	case lo == g.first:
+		kept := g.locs[hi-g.first+1:]
+		if len(kept) < int(hi-lo+1) {
+			// Most of the array is now dead: copy so it can be freed.
+			kept = slices.Clone(kept)
+		}
+		g.first, g.locs = hi+1, kept
+	default:
+		g.locs = g.locs[:lo-g.first]
+	}
+}
+
+func (s *Store) addLive(sg *segment, n int64) {
+	sg.live += n
+	s.liveBytes += n
+}
+
+func (s *Store) unlive(l loc) {
+	if sg := s.segmentAt(l.seg); sg != nil {
+		sg.live -= int64(l.n)
+	}
+	s.liveBytes -= int64(l.n)
+}
