@@ -8,6 +8,7 @@
 #   make bench-replication  acks=-1 produce, RF1 vs RF3, on a fresh 3-broker cluster
 #   make bench-fanout  fetch read coalescing off vs on: 64 consumers tailing, preloaded, and 1
 #   make bench-memory  broker memory with the fetch memory budget on vs off: 200 consumers fetching a 2 GiB backlog at once
+#   make bench-scale  what partitions cost, weir beside Apache Kafka 4.1 (KRaft, jars fetched with mvn): memory, fds, disk, idle CPU, create, failover, produce (PARTITIONS, BASELINE_REF)
 #   make compat  franz-go's kgo integration suite against a fresh weir
 #   make chaos   fault injection on a 3-broker cluster, then every replica checked (CHAOS_DURATION, CHAOS_SEED)
 #   make fuzz    every fuzz target, FUZZ_TIME each (default 30s)
@@ -20,7 +21,7 @@ BENCH_RECORDS ?= 500000
 BENCH_RECORD_SIZE ?= 1024
 BENCH_REPLICATION_RECORDS ?= 200000
 
-.PHONY: all build run cluster cluster-stop test unit integration bench bench-go bench-e2e bench-replication bench-fanout bench-memory compat compat-short chaos fuzz soak lint fmt clean
+.PHONY: all build run cluster cluster-stop test unit integration bench bench-go bench-e2e bench-replication bench-fanout bench-memory bench-scale compat compat-short chaos fuzz soak lint fmt clean
 
 all: build
 
@@ -81,6 +82,18 @@ bench-fanout: build
 # several minutes and several GiB of memory with the budget off.
 bench-memory: build
 	./.ci/bench-memory.sh
+
+# What partitions cost a three-broker cluster (RF=3), weir and Apache Kafka
+# 4.1 (KRaft; .ci/kafka.sh fetches its jars once with mvn, and without them
+# weir alone is measured) on this machine in one run with the same client:
+# RSS, threads, fds, disk and idle CPU per replica, time to create N
+# partitions, to fail over and to rejoin, and acks=all produce throughput.
+# Settings come from the environment or the make command line, e.g.
+# make bench-scale PARTITIONS=500 or BASELINE_REF=HEAD (also measures weir
+# as built from that ref); .ci/bench-scale.sh lists them all. Not part of
+# make bench: it takes 15 to 40 minutes.
+bench-scale: build
+	./.ci/bench-scale.sh
 
 # franz-go's own kgo integration tests against a fresh weir, with an
 # allowlist (integration/compat/kgo/allow.txt) and findings

@@ -45,7 +45,7 @@ func newBenchCommand(g *globalOptions) *cobra.Command {
 			"Ctrl-C, or when no record completes for --timeout. Progress goes to\n" +
 			"stderr once a second; the summary goes to stdout. MB means 2^20 bytes.",
 	}
-	cmd.AddCommand(newBenchProduceCommand(g), newBenchConsumeCommand(g), newBenchFanoutCommand(g), newBenchMemoryCommand(g), newBenchSoakCommand(g))
+	cmd.AddCommand(newBenchProduceCommand(g), newBenchConsumeCommand(g), newBenchFanoutCommand(g), newBenchMemoryCommand(g), newBenchSoakCommand(g), newBenchScaleCommand(g))
 	return cmd
 }
 

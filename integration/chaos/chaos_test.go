@@ -34,7 +34,7 @@ const (
 	defaultChaosPartitions = 200
 	envPartitions          = "WEIR_CHAOS_PARTITIONS"
 	chaosGroup             = "chaos-group"
-	convergeTimeout = 60 * time.Second
+	convergeTimeout        = 60 * time.Second
 )
 
 // chaosPartitionCount is the workload topic's partition count.
