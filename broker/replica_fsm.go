@@ -270,11 +270,17 @@ func (p *Partition) recoverFromCheckpoint(sole bool, logger *slog.Logger) error 
 		// A new partition, or a log written before it was replicated:
 		// what it holds is the base the group's entries apply on.
 		c = checkpoint{Index: 0, End: l.EndOffset()}
-		if err := l.Sync(); err != nil {
-			return err
-		}
-		if err := p.writeCheckpoint(c); err != nil {
-			return err
+		// An empty log at offset 0 is what a missing checkpoint means
+		// anyway: writing it would cost a new partition a handful of
+		// fsyncs for nothing, and a topic of thousands of partitions
+		// seconds. Anything else is made durable first.
+		if c.End != 0 || l.LogStartOffset() != 0 || l.Size() != 0 {
+			if err := l.Sync(); err != nil {
+				return err
+			}
+			if err := p.writeCheckpoint(c); err != nil {
+				return err
+			}
 		}
 	}
 	switch end, start := l.EndOffset(), l.LogStartOffset(); {

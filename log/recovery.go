@@ -248,7 +248,9 @@ func (l *Log) recover() error {
 	}
 	l.logStart = max(logStart, l.segs[0].base)
 	l.end = l.active().next
-	l.unsynced = true
+	// Whatever was found may be only in the page cache; an empty log at
+	// offset 0 (a new one) has nothing to make durable.
+	l.unsynced = l.end != 0 || l.logStart != 0
 	for _, s := range l.segs {
 		l.size += s.size
 	}

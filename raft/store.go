@@ -3,8 +3,10 @@ package raft
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	hraft "github.com/hashicorp/raft"
@@ -19,8 +21,8 @@ import (
 //	<dir>/@shared-wal/             walstore: the Raft log and stable store
 //	                               of every group on this node, one stream
 //	                               with group commit (raft/walstore/doc.go)
-//	<dir>/<group>/snapshots/       raft.FileSnapshotStore, newest snapshotRetain kept
-//	  <term>-<index>-<ms>/{meta.json,state.bin}
+//	<dir>/<group>/snapshots/       raft.FileSnapshotStore, newest snapshotRetain kept,
+//	  <term>-<index>-<ms>/{meta.json,state.bin}   made at the group's first snapshot
 //
 // The shared log fsyncs before StoreLogs, Set and SetUint64 return: Raft
 // counts a log entry toward a commit, and trusts a stored term or vote, as
@@ -36,6 +38,8 @@ const (
 	sharedLogDir = "@shared-wal"
 	// legacyWALDir is where a group's own raft-wal lived.
 	legacyWALDir = "wal"
+	// snapshotsDir is where FileSnapshotStore keeps a group's snapshots.
+	snapshotsDir = "snapshots"
 	// snapshotRetain is how many snapshots each group keeps on disk.
 	snapshotRetain = 2
 )
@@ -55,7 +59,68 @@ var stableKeys = [...]struct {
 // and its own snapshots.
 type groupStore struct {
 	log   *walstore.GroupStore
-	snaps *hraft.FileSnapshotStore
+	snaps *lazySnapshots
+}
+
+// lazySnapshots is a group's FileSnapshotStore, made on the first
+// snapshot rather than at Start: making one creates two directories and
+// a test file, and a new partition that never snapshots (most of them,
+// while idle) should not pay that, nor keep the directories on disk.
+type lazySnapshots struct {
+	dir    string // <Config.Dir>/<group>
+	logger hclog.Logger
+
+	mu    sync.Mutex
+	store *hraft.FileSnapshotStore // nil until made, by mu
+}
+
+// open returns the store, creating it unless create is false and it
+// does not exist yet (nil then).
+func (l *lazySnapshots) open(create bool) (*hraft.FileSnapshotStore, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.store != nil {
+		return l.store, nil
+	}
+	if !create {
+		if _, err := os.Stat(filepath.Join(l.dir, snapshotsDir)); errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+	}
+	s, err := hraft.NewFileSnapshotStoreWithLogger(l.dir, snapshotRetain, l.logger.Named("snapshot"))
+	if err != nil {
+		return nil, fmt.Errorf("raft: opening snapshot store %s: %w", l.dir, err)
+	}
+	l.store = s
+	return s, nil
+}
+
+func (l *lazySnapshots) Create(version hraft.SnapshotVersion, index, term uint64, configuration hraft.Configuration,
+	configurationIndex uint64, trans hraft.Transport) (hraft.SnapshotSink, error) {
+	s, err := l.open(true)
+	if err != nil {
+		return nil, err
+	}
+	return s.Create(version, index, term, configuration, configurationIndex, trans)
+}
+
+func (l *lazySnapshots) List() ([]*hraft.SnapshotMeta, error) {
+	s, err := l.open(false)
+	if s == nil || err != nil {
+		return nil, err
+	}
+	return s.List()
+}
+
+func (l *lazySnapshots) Open(id string) (*hraft.SnapshotMeta, io.ReadCloser, error) {
+	s, err := l.open(false)
+	if err != nil {
+		return nil, nil, err
+	}
+	if s == nil {
+		return nil, nil, fmt.Errorf("raft: no snapshot %s in %s", id, l.dir)
+	}
+	return s.Open(id)
 }
 
 // logStore returns the shared log for dir, opening it on first use. The
@@ -98,18 +163,10 @@ func (m *Mux) openGroupStore(dir, group string, logger hclog.Logger) (*groupStor
 		return nil, err
 	}
 	gdir := filepath.Join(dir, group)
-	if err := os.MkdirAll(gdir, 0o755); err != nil {
-		return nil, err
-	}
-	gs := shared.Group(group)
 	if err := migrateGroupWAL(filepath.Join(gdir, legacyWALDir), shared, group, logger); err != nil {
 		return nil, err
 	}
-	snaps, err := hraft.NewFileSnapshotStoreWithLogger(gdir, snapshotRetain, logger.Named("snapshot"))
-	if err != nil {
-		return nil, fmt.Errorf("raft: opening snapshot store %s: %w", gdir, err)
-	}
-	return &groupStore{log: gs, snaps: snaps}, nil
+	return &groupStore{log: shared.Group(group), snaps: &lazySnapshots{dir: gdir, logger: logger}}, nil
 }
 
 // hasState reports whether the group was ever bootstrapped or joined: any
