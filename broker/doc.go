@@ -9,5 +9,6 @@
 // codes on the wire unchanged.
 //
 // Lock order: Broker.mu (topic table) before Partition.appendMu before
-// Partition.waitMu. No lock is held while waiting for new data.
+// Partition.waitMu. Partition.leadMu is a leaf. No lock is held while
+// waiting for new data.
 package broker

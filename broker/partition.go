@@ -67,6 +67,18 @@ type Partition struct {
 	stopOnce sync.Once
 	stop     chan struct{} // closed when the replica is closing
 	done     sync.WaitGroup
+	// onStop runs once the replica stopped, in close (the broker's
+	// leadership bookkeeping), and onFail once it failed.
+	onStop, onFail func()
+
+	// leadMu guards what the group's leadership callback left for
+	// followLeadership (replication.go), which runs only while there is
+	// something to act on: an idle replica costs no goroutine.
+	leadMu   sync.Mutex
+	leadWant bool   // the latest leadership reported
+	leadSeq  uint64 // reports so far
+	leadSeen uint64 // reports acted on
+	leadBusy bool   // a followLeadership goroutine is running
 
 	waitMu sync.Mutex
 	// waiters are waiting fetches, each with the log's appended-bytes

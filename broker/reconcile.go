@@ -126,7 +126,7 @@ func (b *Broker) openAssigned(t *Topic, ct *controller.Topic, v *controller.View
 }
 
 // openReplicaWorkers bounds how many replicas of one topic open at once.
-const openReplicaWorkers = 32
+const openReplicaWorkers = 128
 
 // mirrorProperties copies the controller's cluster properties into the
 // values the broker reads on its hot paths.

@@ -170,6 +170,11 @@ func (p *Partition) fail(err error) error {
 	err = fmt.Errorf("%w: %s/%d: %v", kerr.KafkaStorageError, p.topic.Name, p.Index, err)
 	if p.failed.CompareAndSwap(nil, &err) {
 		p.signalStop()
+		if p.onFail != nil {
+			// Not on this goroutine: it may be the group's apply
+			// goroutine, which the group's Shutdown waits for.
+			go p.onFail()
+		}
 	}
 	return err
 }

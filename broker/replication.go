@@ -44,6 +44,8 @@ func (b *Broker) raftDir() string { return filepath.Join(b.node.DataDir, "raft")
 // caught up by the leader.
 func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *controller.View) (*Partition, error) {
 	dir := filepath.Join(b.topicDir(t.Name, t.ID), strconv.Itoa(int(index)))
+	tm0 := time.Now()
+	defer func() { b.logger.Info("TIMING open", "total", time.Since(tm0)) }()
 	p := newPartition(t, index, dir)
 	l, err := log.Open(dir, b.logConfigFor(t))
 	if err != nil {
@@ -77,7 +79,9 @@ func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *
 	if len(cp.Replicas) == 1 {
 		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = soloRaftTimeouts()
 	}
+	tm1 := time.Now()
 	g, err := b.ctrl.mux.Start(cfg)
+	b.logger.Info("TIMING start", "log", tm1.Sub(tm0), "start", time.Since(tm1))
 	if err != nil {
 		l.Close()
 		return nil, err
@@ -111,8 +115,14 @@ func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *
 		return nil, err
 	}
 	b.replicas.Store(g.Name(), p)
-	p.done.Add(1)
-	go b.watchLeadership(p)
+	p.onStop = func() { b.setGroupLeadership(p, false) }
+	p.onFail = func() {
+		p.leaderEpoch.Store(-1)
+		b.setGroupLeadership(p, false)
+		b.logger.Error("partition replica failed; stopping its raft group", "topic", t.Name, "partition", index, "err", p.failure())
+		g.Shutdown()
+	}
+	g.OnLeaderChange(func(leading bool) { b.leadershipChanged(p, leading) })
 	return p, nil
 }
 
@@ -178,6 +188,9 @@ func (p *Partition) close() error {
 	}
 	p.done.Wait()
 	p.leaderEpoch.Store(-1)
+	if p.onStop != nil {
+		p.onStop()
+	}
 	p.wake()
 	if p.log != nil {
 		// A clean stop checkpoints what was applied, so the next start
@@ -226,49 +239,79 @@ func (b *Broker) removeReplicaFiles(p *Partition) {
 	}
 }
 
-// watchLeadership follows the replica's Raft leadership. A new leader
-// serves once it has applied everything committed before its term (a
-// barrier), then reports itself to the controller so every broker's
-// Metadata names it. A replica that fails stops its group so the others
-// elect a leader whose log can be trusted.
-func (b *Broker) watchLeadership(p *Partition) {
+// leadershipChanged is the partition group's LeaderFunc: it runs on the
+// raft mux's dispatcher, so it only records the news and makes sure one
+// followLeadership goroutine acts on it.
+func (b *Broker) leadershipChanged(p *Partition, leading bool) {
+	p.leadMu.Lock()
+	p.leadWant = leading
+	p.leadSeq++
+	start := !p.leadBusy
+	p.leadBusy = true
+	p.leadMu.Unlock()
+	if start {
+		// The group's Shutdown returns only after its last callback, and
+		// close waits for p.done after that, so this Add never races the
+		// Wait.
+		p.done.Add(1)
+		go b.followLeadership(p)
+	}
+}
+
+// followLeadership acts on the replica's leadership changes in order,
+// the latest one last, and exits when there is none left.
+func (b *Broker) followLeadership(p *Partition) {
 	defer p.done.Done()
-	g := p.group
 	for {
+		p.leadMu.Lock()
+		stopped := false
 		select {
 		case <-p.stop:
-			p.leaderEpoch.Store(-1)
-			b.setGroupLeadership(p, false)
-			if p.failure() != nil {
-				b.logger.Error("partition replica failed; stopping its raft group", "topic", p.topic.Name, "partition", p.Index, "err", p.failure())
-				go g.Shutdown()
-			}
-			return
-		case leading := <-g.LeaderChanges():
-			if !leading {
-				p.leaderEpoch.Store(-1)
-				b.setGroupLeadership(p, false)
-				continue
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), replicaOpTimeout)
-			err := g.Barrier(ctx)
-			cancel()
-			if err != nil {
-				b.logger.Warn("new partition leader could not apply its backlog", "topic", p.topic.Name, "partition", p.Index, "err", err)
-				continue
-			}
-			term := g.Term()
-			if !g.IsLeader() || term > uint64(1<<31-1) {
-				continue
-			}
-			p.tracking.reset(time.Now())
-			p.leaderEpoch.Store(int32(term))
-			p.wake()
-			b.setGroupLeadership(p, true)
-			b.done.Add(1)
-			go b.reportLeader(p, term)
+			stopped = true
+		default:
 		}
+		if stopped || p.leadSeen == p.leadSeq {
+			p.leadSeen = p.leadSeq
+			p.leadBusy = false
+			p.leadMu.Unlock()
+			return
+		}
+		leading := p.leadWant
+		p.leadSeen = p.leadSeq
+		p.leadMu.Unlock()
+		b.applyLeadership(p, leading)
 	}
+}
+
+// applyLeadership makes the replica follow one leadership change. A new
+// leader serves once it has applied everything committed before its term
+// (a barrier), then reports itself to the controller so every broker's
+// Metadata names it. A replica that fails stops its group (onFail) so the
+// others elect a leader whose log can be trusted.
+func (b *Broker) applyLeadership(p *Partition, leading bool) {
+	g := p.group
+	if !leading {
+		p.leaderEpoch.Store(-1)
+		b.setGroupLeadership(p, false)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), replicaOpTimeout)
+	err := g.Barrier(ctx)
+	cancel()
+	if err != nil {
+		b.logger.Warn("new partition leader could not apply its backlog", "topic", p.topic.Name, "partition", p.Index, "err", err)
+		return
+	}
+	term := g.Term()
+	if !g.IsLeader() || term > uint64(1<<31-1) {
+		return
+	}
+	p.tracking.reset(time.Now())
+	p.leaderEpoch.Store(int32(term))
+	p.wake()
+	b.setGroupLeadership(p, true)
+	b.done.Add(1)
+	go b.reportLeader(p, term)
 }
 
 // reportLeader tells the controller this replica leads the partition in

@@ -232,6 +232,11 @@ func (l *Log) recover() error {
 		}
 	}
 
+	// fresh: nothing was here (a new partition). Its empty segment needs
+	// no fsync and no recovery point: should a crash lose the new files,
+	// the next Open makes them again, and an absent recovery point means
+	// offset 0, where the log is.
+	fresh := len(l.segs) == 0 && logStart == 0 && !resetting
 	if len(l.segs) == 0 || l.active().next < logStart {
 		// Everything left is below the log start (data lost in a crash
 		// after DeleteRecords); restart empty at the start offset.
@@ -244,7 +249,9 @@ func (l *Log) recover() error {
 			return err
 		}
 		l.segs = []*segment{s}
-		dirty = append(dirty, s)
+		if !fresh {
+			dirty = append(dirty, s)
+		}
 	}
 	l.logStart = max(logStart, l.segs[0].base)
 	l.end = l.active().next
@@ -267,6 +274,9 @@ func (l *Log) recover() error {
 				return err
 			}
 		}
+	}
+	if fresh {
+		return nil
 	}
 	if err := writeCheckpoint(l.fsys, l.dir, recoveryPointFile, l.end); err != nil {
 		return err

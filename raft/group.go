@@ -32,9 +32,14 @@ type Group struct {
 	// such a group never bootstraps again.
 	existing bool
 
-	obsCh    chan hraft.Observation
 	observer *hraft.Observer
-	leaderCh chan bool // capacity 1, latest value wins; written by watchLeader only
+	leaderCh chan bool // capacity 1, latest value wins; written by checkLeadership only
+
+	leadMu   sync.Mutex // leadership.go: the fields below and calls to onLeader
+	onLeader LeaderFunc
+	leading  bool // what the owner was last told
+	mustTell bool // a new onLeader is told the current leadership
+	stopped  bool // Shutdown ran: nobody is told anything any more
 
 	done     chan struct{} // closed by Shutdown
 	wg       sync.WaitGroup
@@ -70,7 +75,6 @@ func (m *Mux) Start(cfg Config) (*Group, error) {
 
 	g := &Group{
 		name: cfg.Group, id: cfg.NodeID, class: cfg.Class, mux: m, log: logger,
-		obsCh:    make(chan hraft.Observation, 4),
 		leaderCh: make(chan bool, 1),
 		done:     make(chan struct{}),
 	}
@@ -96,14 +100,10 @@ func (m *Mux) Start(cfg Config) (*Group, error) {
 		g.trans.Close()
 		return nil, fmt.Errorf("raft: starting group %s: %w", cfg.Group, err)
 	}
-	g.observer = hraft.NewObserver(g.obsCh, false, func(o *hraft.Observation) bool {
+	g.observer = hraft.NewObserver(m.obsCh, false, func(o *hraft.Observation) bool {
 		_, ok := o.Data.(hraft.LeaderObservation)
 		return ok
 	})
-	g.raft.RegisterObserver(g.observer)
-	g.wg.Add(1)
-	go g.watchLeader()
-
 	if err := m.addGroup(g); err != nil {
 		g.Shutdown()
 		return nil, err
@@ -118,6 +118,10 @@ func (m *Mux) addGroup(g *Group) error {
 		return ErrShutdown
 	}
 	m.groups[g.name] = g
+	m.byRaft[g.raft] = g
+	// Registered once the dispatcher can find the group: an observation
+	// of an unknown Raft is dropped.
+	g.raft.RegisterObserver(g.observer)
 	return nil
 }
 
@@ -125,6 +129,9 @@ func (m *Mux) removeGroup(g *Group) {
 	m.mu.Lock()
 	if m.groups[g.name] == g {
 		delete(m.groups, g.name)
+	}
+	if m.byRaft[g.raft] == g {
+		delete(m.byRaft, g.raft)
 	}
 	m.mu.Unlock()
 }
@@ -235,7 +242,8 @@ func (g *Group) IsLeader() bool { return g.raft.State() == hraft.Leader }
 // LeaderChanges delivers this node's leadership (true: it became the
 // leader, false: it no longer is) on every change. The channel holds only
 // the latest value: a slow reader skips intermediate flips but always sees
-// the current state. It is never closed.
+// the current state. It is never closed. OnLeaderChange is the same
+// without a goroutine waiting on a channel per group.
 func (g *Group) LeaderChanges() <-chan bool { return g.leaderCh }
 
 // Term is the current Raft term as this node knows it.
@@ -307,6 +315,9 @@ func (g *Group) Shutdown() error {
 	g.shutOnce.Do(func() {
 		err := g.raft.Shutdown().Error()
 		g.raft.DeregisterObserver(g.observer)
+		g.leadMu.Lock()
+		g.stopped = true
+		g.leadMu.Unlock()
 		close(g.done)
 		g.wg.Wait()
 		g.mux.removeGroup(g)
@@ -318,36 +329,6 @@ func (g *Group) Shutdown() error {
 		g.shutErr = err
 	})
 	return g.shutErr
-}
-
-// watchLeader turns Raft's leader observations into the leader-change
-// metric and LeaderChanges. An observer rather than raft.LeaderCh, which
-// may drop transitions, or NotifyCh, which blocks Raft if not drained.
-func (g *Group) watchLeader() {
-	defer g.wg.Done()
-	leader := false
-	for {
-		select {
-		case <-g.done:
-			return
-		case o := <-g.obsCh:
-			lo := o.Data.(hraft.LeaderObservation)
-			if lo.LeaderID != "" {
-				g.mux.metrics.leaderChanges.WithLabelValues(g.name).Inc()
-			}
-			now := lo.LeaderID == hraft.ServerID(g.id)
-			if now == leader {
-				continue
-			}
-			leader = now
-			g.log.Info("raft leadership changed", "leader", now, "leader_id", string(lo.LeaderID))
-			select { // replace a value the reader has not taken yet
-			case <-g.leaderCh:
-			default:
-			}
-			g.leaderCh <- now
-		}
-	}
 }
 
 func toRaftServer(s Server) hraft.Server {

@@ -120,6 +120,12 @@ type Mux struct {
 
 	storeMu sync.Mutex
 	stores  map[string]*walstore.Store // Config.Dir → shared log, opened on first use, by storeMu
+
+	// Leadership (leadership.go): every group's observer sends on obsCh,
+	// one goroutine dispatches.
+	obsCh  chan hraft.Observation
+	leadCh chan *Group
+	byRaft map[*hraft.Raft]*Group // by mu
 }
 
 // NewMux starts serving ln. The Mux owns ln from here on and closes it in
@@ -136,6 +142,9 @@ func NewMux(ln net.Listener, cfg MuxConfig) (*Mux, error) {
 		pending:   make(map[net.Conn]bool),
 		done:      make(chan struct{}),
 		stores:    make(map[string]*walstore.Store),
+		obsCh:     make(chan hraft.Observation, leadershipQueue),
+		leadCh:    make(chan *Group, leadershipQueue),
+		byRaft:    make(map[*hraft.Raft]*Group),
 	}
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
@@ -151,8 +160,9 @@ func NewMux(ln net.Listener, cfg MuxConfig) (*Mux, error) {
 		return nil, err
 	}
 	m.metrics = met
-	m.wg.Add(1)
+	m.wg.Add(2)
 	go m.acceptLoop()
+	go m.dispatchLeadership()
 	return m, nil
 }
 
