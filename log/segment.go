@@ -29,6 +29,12 @@ type segment struct {
 
 	bytesSinceIndex int   // writer
 	rollBase        int64 // writer: ms of the first append, for SegmentMs
+	// lazyIndexes: the index files of a fresh segment are not created
+	// until they get their first entry or the segment is sealed (writer),
+	// as Kafka's lazy indexes: a topic of thousands of partitions that
+	// are never written then costs one file per partition, not three.
+	// Recovery makes missing index files again, like damaged ones.
+	lazyIndexes bool
 
 	// refs counts the Log's own reference plus in-flight readers; the files
 	// are closed (and removed when deleted is set) when it reaches zero, so
@@ -85,22 +91,41 @@ func (s *segment) openFiles(truncate bool) error {
 	return nil
 }
 
-// createSegment makes a fresh, empty segment on disk.
+// createSegment makes a fresh, empty segment on disk: its log file now,
+// its index files when they are first needed (createIndexes).
 func createSegment(fsys FS, dir string, base int64, nowMs int64) (*segment, error) {
 	s := newSegment(fsys, dir, base)
-	if err := s.openFiles(true); err != nil {
+	var err error
+	if s.log, err = fsys.OpenFile(segmentName(dir, base, extLog), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
 		return nil, err
 	}
-	if err := writeIndexFile(s.idx.f, offsetIndexMagc, nil); err != nil {
-		s.closeFiles()
-		return nil, err
-	}
-	if err := writeTimeIndexFile(s.tidx.f, s.base, false, nil); err != nil {
-		s.closeFiles()
-		return nil, err
-	}
+	s.lazyIndexes = true
 	s.rollBase = nowMs
 	return s, nil
+}
+
+// createIndexes makes a fresh segment's index files, empty. A failure
+// only marks them broken, as any index write failure does: the data is
+// in the log file and Open rebuilds the indexes. Caller holds
+// Log.appendMu.
+func (s *segment) createIndexes() {
+	if !s.lazyIndexes {
+		return
+	}
+	s.lazyIndexes = false
+	var err error
+	if s.idx.f, err = openIndexFile(s.fsys, segmentName(s.dir, s.base, extIndex)); err == nil {
+		err = writeIndexFile(s.idx.f, offsetIndexMagc, nil)
+	}
+	if err != nil {
+		s.idx.broken = true
+	}
+	if s.tidx.f, err = openIndexFile(s.fsys, segmentName(s.dir, s.base, extTimeIndex)); err == nil {
+		err = writeTimeIndexFile(s.tidx.f, s.base, false, nil)
+	}
+	if err != nil {
+		s.tidx.broken = true
+	}
 }
 
 func (s *segment) acquire() { s.refs.Add(1) }
@@ -178,9 +203,13 @@ func (s *segment) trash() error {
 // sampled gen (see segment.gen).
 func (s *segment) stale(gen uint64) bool { return s.gen.Load() != gen }
 
-// sync makes the segment's data and indexes durable.
+// sync makes the segment's data and indexes durable (index files not
+// created yet hold nothing to make durable).
 func (s *segment) sync() error {
 	for _, f := range []File{s.log, s.idx.f, s.tidx.f} {
+		if f == nil {
+			continue
+		}
 		if err := f.Sync(); err != nil {
 			return err
 		}
@@ -239,6 +268,9 @@ func (x *indexer) maybeTime() {
 // failure only marks the file broken: indexes are caches and the data
 // write already succeeded.
 func (s *segment) writeIndexes(x *indexer) {
+	if len(x.idx) > 0 || len(x.tim) > 0 {
+		s.createIndexes()
+	}
 	if len(x.idx) > 0 && !s.idx.broken {
 		off := int64(indexHeaderLen + len(s.idx.entries)*indexEntryLen)
 		if _, err := s.idx.f.WriteAt(encodeIndexEntries(nil, s.base, x.idx), off); err != nil {
@@ -258,6 +290,7 @@ func (s *segment) writeIndexes(x *indexer) {
 // segment active again). Like writeIndexes, a failure only marks the file
 // broken. Caller holds Log.appendMu.
 func (s *segment) markTimeIndex(sealed bool) {
+	s.createIndexes()
 	if s.tidx.broken {
 		return
 	}

@@ -291,6 +291,9 @@ func (s *segment) firstBatchTime(nowMs int64) int64 {
 // truncateIndexFiles cuts both index files to their first nIdx and nTime
 // entries. Like writeIndexes, a failure only marks the file broken.
 func (s *segment) truncateIndexFiles(nIdx, nTime int) {
+	if s.lazyIndexes {
+		return // nothing written yet
+	}
 	if !s.idx.broken {
 		if err := s.idx.f.Truncate(int64(indexHeaderLen + nIdx*indexEntryLen)); err != nil {
 			s.idx.broken = true
