@@ -44,7 +44,7 @@
 //     written straight from the Log slices with writev), and a connection
 //     of its own per InstallSnapshot. Each group has a groupTransport,
 //     its hraft.Transport, whose Close detaches only that group. The
-//     heartbeats of all groups to a peer wait up to a 10 ms tick and go
+//     heartbeats of all groups to a peer wait up to a 25 ms tick and go
 //     as one frame; the receiver runs each group's own heartbeat handler
 //     and sends every group's real answer back in one frame. Nothing is
 //     ever answered on a group's behalf. Connections scale with peers,

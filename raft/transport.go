@@ -45,7 +45,16 @@ import (
 // unbuffered consumer channel) and no goroutine. Goroutines exist per
 // connection (a reader and a writer), per group only while it has inbound
 // RPCs queued (transport_inbound.go) or a pipeline with answers to hand
-// over, and per heartbeat being answered on the receiving side.
+// over, and per heartbeat batch being answered on the receiving side (per
+// heartbeat only if one group's handler is slow).
+//
+// What an idle group does cost is its keep-alives: a heartbeat per
+// follower every HeartbeatTimeout/10 (batched per peer and tick) and an
+// AppendEntries without entries every CommitTimeout, carrying the commit
+// index. Those appends and their answers are lazy frames
+// (transport_conn.go): they wait up to the tick to share a write with
+// others on the connection. Nothing on the wire says so: both ends tell
+// from the request having no entries.
 //
 // Lock order: transportHub.mu → peer.mu → clientConn.mu → tconn.wmu;
 // groupTransport.inMu and pipeline.mu are leaves. None is held while
@@ -63,8 +72,11 @@ const (
 	// not read for this long loses the connection.
 	tpWriteTimeout = 10 * time.Second
 	// tpHeartbeatTick is how long a heartbeat waits for others to the same
-	// peer before its batch goes out: far below any lease timeout.
-	tpHeartbeatTick = 10 * time.Millisecond
+	// peer before its batch goes out, and how long a lazy frame may wait
+	// for company: far below any lease timeout (a partition's is 1.5 s),
+	// and long enough that a heartbeat frame carries many groups (at 10 ms,
+	// 300 groups per node made frames of about 3).
+	tpHeartbeatTick = 25 * time.Millisecond
 	// tpDialBackoffMin/Max: after a failed dial, calls to that peer fail
 	// at once for this long (doubling per failure up to the max).
 	tpDialBackoffMin = 50 * time.Millisecond
@@ -378,25 +390,25 @@ func (gt *groupTransport) AppendEntries(_ hraft.ServerID, target hraft.ServerAdd
 	if isHeartbeat(args) {
 		return gt.sendHeartbeat(string(target), args, resp)
 	}
-	return gt.call(string(target), laneData, encodeAppendReq(gt.name, args), resp)
+	return gt.call(string(target), laneData, encodeAppendReq(gt.name, args), resp, len(args.Entries) == 0)
 }
 
 // RequestVote implements hraft.Transport.
 func (gt *groupTransport) RequestVote(_ hraft.ServerID, target hraft.ServerAddress,
 	args *hraft.RequestVoteRequest, resp *hraft.RequestVoteResponse) error {
-	return gt.call(string(target), laneControl, encodeVoteReq(gt.name, args), resp)
+	return gt.call(string(target), laneControl, encodeVoteReq(gt.name, args), resp, false)
 }
 
 // RequestPreVote implements hraft.WithPreVote.
 func (gt *groupTransport) RequestPreVote(_ hraft.ServerID, target hraft.ServerAddress,
 	args *hraft.RequestPreVoteRequest, resp *hraft.RequestPreVoteResponse) error {
-	return gt.call(string(target), laneControl, encodePreVoteReq(gt.name, args), resp)
+	return gt.call(string(target), laneControl, encodePreVoteReq(gt.name, args), resp, false)
 }
 
 // TimeoutNow implements hraft.Transport.
 func (gt *groupTransport) TimeoutNow(_ hraft.ServerID, target hraft.ServerAddress,
 	args *hraft.TimeoutNowRequest, resp *hraft.TimeoutNowResponse) error {
-	return gt.call(string(target), laneControl, encodeTimeoutNowReq(gt.name, args), resp)
+	return gt.call(string(target), laneControl, encodeTimeoutNowReq(gt.name, args), resp, false)
 }
 
 // AppendEntriesPipeline implements hraft.Transport.
@@ -434,8 +446,8 @@ func (gt *groupTransport) forgetPipeline(pl *pipeline) {
 }
 
 // call sends one request on lane and waits for its answer, decoded into
-// resp.
-func (gt *groupTransport) call(target string, lane int, e *tpEnc, resp any) error {
+// resp; lazy lets the request wait for company (tconn).
+func (gt *groupTransport) call(target string, lane int, e *tpEnc, resp any, lazy bool) error {
 	h := gt.hub
 	if err := gt.shutdownErr(); err != nil {
 		return err
@@ -457,12 +469,12 @@ func (gt *groupTransport) call(target string, lane int, e *tpEnc, resp any) erro
 	}
 	c := &syncCall{callState: callState{done: make(chan struct{})}, typ: e.buf[1], resp: resp}
 	id := cc.newID()
-	if err := cc.send(c, id, frame, n); err != nil {
+	if err := cc.send(c, id, frame, n, lazy); err != nil {
 		h.countError(tpErrConn)
 		return err
 	}
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
+	t := getTimer(time.Until(deadline))
+	defer putTimer(t)
 	select {
 	case <-c.done:
 	case <-t.C:
@@ -484,6 +496,31 @@ func (gt *groupTransport) call(target string, lane int, e *tpEnc, resp any) erro
 		return c.err
 	}
 	return nil
+}
+
+// A caller's timeout timer comes from a pool: a stopped timer's channel
+// holds nothing stale (Go 1.23 timers; drained anyway under
+// asynctimerchan=1), so it can be reset for the next caller.
+var tpTimerPool = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
+
+func getTimer(d time.Duration) *time.Timer {
+	t := tpTimerPool.Get().(*time.Timer)
+	t.Reset(d)
+	return t
+}
+
+func putTimer(t *time.Timer) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	tpTimerPool.Put(t)
 }
 
 // syncCall is a call whose caller waits for it (everything but

@@ -69,8 +69,8 @@ func (gt *groupTransport) sendHeartbeat(target string, args *hraft.AppendEntries
 	}
 	c := &hbCall{callState: callState{done: make(chan struct{})}, gt: gt, req: *args, resp: resp}
 	p.queueHeartbeat(c)
-	t := time.NewTimer(gt.timeout)
-	defer t.Stop()
+	t := getTimer(gt.timeout)
+	defer putTimer(t)
 	select {
 	case <-c.done:
 	case <-t.C:
@@ -100,16 +100,17 @@ func (p *peer) queueHeartbeat(c *hbCall) {
 	p.mu.Lock()
 	p.hbQ = append(p.hbQ, c)
 	full := len(p.hbQ) >= tpFlushBatch
-	arm := !full && !p.hbArm
-	if arm {
+	if !full && !p.hbArm {
 		p.hbArm = true
+		if p.hbT == nil {
+			p.hbT = time.AfterFunc(p.h.tick, p.flushHeartbeats)
+		} else {
+			p.hbT.Reset(p.h.tick)
+		}
 	}
 	p.mu.Unlock()
-	switch {
-	case full:
+	if full {
 		p.flushHeartbeats()
-	case arm:
-		time.AfterFunc(p.h.tick, p.flushHeartbeats)
 	}
 }
 
@@ -154,7 +155,7 @@ func (p *peer) flushHeartbeats() {
 		fail(err)
 		return
 	}
-	if err := cc.send(&hbFlight{calls: live}, cc.newID(), frame, n); err != nil {
+	if err := cc.send(&hbFlight{calls: live}, cc.newID(), frame, n, false); err != nil {
 		fail(err)
 		return
 	}
@@ -247,6 +248,16 @@ func (b *hbBatchIn) set(i int, r hraft.RPCResponse) {
 }
 
 // serveHeartbeats hands each heartbeat of a batch to its group.
+//
+// The handlers (hashicorp's processHeartbeat) run one after another on a
+// single goroutine per batch: each only checks the term and notes the
+// leader, and a goroutine apiece cost more in scheduling and stacks than
+// the handlers themselves. But a term change writes to the stable store,
+// and one group's disk must not keep the other groups' Raft from hearing
+// from their leader, nor stack its delay onto another slow group's: if
+// the goroutine is still busy after tpHeartbeatBudget, what it has not
+// started yet is spilled onto a goroutine per heartbeat. (The batch's
+// answer waits for every group, as it always has.)
 func (h *transportHub) serveHeartbeats(sc *serverConn, id uint32, entries []hbEntry) {
 	h.st.hbFramesRecv.Add(1)
 	h.st.hbRecv.Add(uint64(len(entries)))
@@ -255,6 +266,7 @@ func (h *transportHub) serveHeartbeats(sc *serverConn, id uint32, entries []hbEn
 		return
 	}
 	b := newHeartbeatBatch(sc, id, len(entries))
+	var run []hbJob
 	for i, e := range entries {
 		gt := h.lookup(e.group)
 		switch {
@@ -268,25 +280,102 @@ func (h *transportHub) serveHeartbeats(sc *serverConn, id uint32, entries []hbEn
 				gt.enqueue(inbound{cmd: e.req, batch: b, idx: i})
 				continue
 			}
-			// One goroutine per heartbeat: processHeartbeat is quick,
-			// but a term change writes to the stable store, and one
-			// group's disk must not hold up the other groups' leases.
-			h.wg.Add(1)
-			go gt.runHeartbeat(fn, e.req, b, i)
+			if run == nil {
+				run = make([]hbJob, 0, len(entries)-i)
+			}
+			run = append(run, hbJob{gt: gt, fn: fn, req: e.req, idx: i})
 		}
+	}
+	switch len(run) {
+	case 0:
+	case 1:
+		j := run[0]
+		h.wg.Add(1)
+		go j.gt.runHeartbeat(j.fn, j.req, b, j.idx)
+	default:
+		r := &hbRun{h: h, b: b, jobs: run}
+		h.wg.Add(1)
+		go r.run()
+	}
+}
+
+// tpHeartbeatBudget is how long a batch's goroutine may be busy before
+// the heartbeats it has not started get goroutines of their own.
+const tpHeartbeatBudget = 5 * time.Millisecond
+
+// hbJob is one heartbeat of a batch for a group with a handler.
+type hbJob struct {
+	gt  *groupTransport
+	fn  func(hraft.RPC)
+	req *hraft.AppendEntriesRequest
+	idx int // slot in the batch
+}
+
+// hbRun runs a batch's jobs in order; next is the first not yet claimed,
+// by the runner (one at a time) or by spill (all that are left).
+type hbRun struct {
+	h    *transportHub
+	b    *hbBatchIn
+	jobs []hbJob
+	next atomic.Int32
+}
+
+func (r *hbRun) run() {
+	h := r.h
+	defer h.wg.Done()
+	// The spill's count, taken while this goroutine's own is held, so it
+	// cannot race the hub's Wait; whoever ends up owning it releases it.
+	h.wg.Add(1)
+	t := time.AfterFunc(tpHeartbeatBudget, func() {
+		defer h.wg.Done()
+		r.spill()
+	})
+	respCh := make(chan hraft.RPCResponse, 1)
+	for n := int32(len(r.jobs)); ; {
+		i := r.next.Load()
+		if i >= n {
+			break
+		}
+		if !r.next.CompareAndSwap(i, i+1) {
+			continue
+		}
+		j := &r.jobs[i]
+		if !j.gt.heartbeatOn(j.fn, j.req, r.b, j.idx, respCh) {
+			respCh = make(chan hraft.RPCResponse, 1)
+		}
+	}
+	if t.Stop() {
+		h.wg.Done()
+	}
+}
+
+// spill gives every job not yet started a goroutine of its own.
+func (r *hbRun) spill() {
+	for _, j := range r.jobs[min(int(r.next.Swap(int32(len(r.jobs)))), len(r.jobs)):] {
+		r.h.wg.Add(1)
+		go j.gt.runHeartbeat(j.fn, j.req, r.b, j.idx)
 	}
 }
 
 func (gt *groupTransport) runHeartbeat(fn func(hraft.RPC), req *hraft.AppendEntriesRequest, b *hbBatchIn, i int) {
 	defer gt.hub.wg.Done()
-	respCh := make(chan hraft.RPCResponse, 1)
+	gt.heartbeatOn(fn, req, b, i, make(chan hraft.RPCResponse, 1))
+}
+
+// heartbeatOn runs one heartbeat's handler and fills its slot. respCh
+// must be empty; false if the handler did not answer, in which case
+// respCh must not be used again (a late answer could land in it).
+func (gt *groupTransport) heartbeatOn(fn func(hraft.RPC), req *hraft.AppendEntriesRequest, b *hbBatchIn, i int,
+	respCh chan hraft.RPCResponse) bool {
 	fn(hraft.RPC{Command: req, RespChan: respCh})
 	select {
 	case r := <-respCh:
 		b.set(i, r)
+		return true
 	default:
 		// processHeartbeat returns without answering once Raft is shut
 		// down; an answer here would be a lie.
 		b.set(i, hraft.RPCResponse{Error: fmt.Errorf("raft transport: group %s did not answer the heartbeat (shut down)", gt.name)})
+		return false
 	}
 }

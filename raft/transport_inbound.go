@@ -11,8 +11,8 @@ import (
 )
 
 // The receiving side: a serverConn reads requests and hands each to its
-// group without ever waiting on one: heartbeats go to the group's
-// heartbeat handler on a goroutine of their own (transport_heartbeat.go),
+// group without ever waiting on one: heartbeats go to the groups'
+// heartbeat handlers on a goroutine per batch (transport_heartbeat.go),
 // everything else to a per-group queue drained into the group's Consumer.
 //
 // hashicorp/raft reads Consumer() from its main loop, which may be busy
@@ -119,7 +119,12 @@ func (sc *serverConn) dispatch(typ byte, id uint32, body []byte) error {
 			return nil
 		}
 	}
-	gt.enqueue(inbound{cmd: cmd, sc: sc, id: id, typ: typ})
+	in := inbound{cmd: cmd, sc: sc, id: id, typ: typ}
+	if a, ok := cmd.(*hraft.AppendEntriesRequest); ok && len(a.Entries) == 0 {
+		// The sender held it as a lazy frame; its answer can wait too.
+		in.lazy = true
+	}
+	gt.enqueue(in)
 	return nil
 }
 
@@ -132,6 +137,7 @@ type inbound struct {
 	typ   byte
 	batch *hbBatchIn
 	idx   int
+	lazy  bool // answer with a lazy frame (tconn)
 }
 
 func (in *inbound) reply(r hraft.RPCResponse) {
@@ -139,11 +145,14 @@ func (in *inbound) reply(r hraft.RPCResponse) {
 		in.batch.set(in.idx, r)
 		return
 	}
+	var frame net.Buffers
+	var n int
 	if r.Error != nil {
-		in.sc.respondError(in.typ, in.id, r.Error.Error())
-		return
+		frame, n = errorFrame(in.typ, in.id, r.Error.Error())
+	} else {
+		frame, n = responseFrame(in.typ, in.id, r.Response)
 	}
-	in.sc.enqueue(responseFrame(in.typ, in.id, r.Response))
+	in.sc.queue(frame, n, in.lazy)
 }
 
 func (gt *groupTransport) enqueue(in inbound) {

@@ -40,6 +40,7 @@ const (
 type tpCounters struct {
 	framesSent, framesRecv     atomic.Uint64
 	bytesSent, bytesRecv       atomic.Uint64
+	writes                     atomic.Uint64 // writev calls of connection writers
 	hbFramesSent, hbFramesRecv atomic.Uint64
 	hbSent, hbRecv             atomic.Uint64
 	inbound, outbound          atomic.Int64
@@ -50,8 +51,12 @@ type tpCounters struct {
 
 // TransportStats is a snapshot of the shared transport's counters.
 type TransportStats struct {
-	FramesSent, FramesReceived                   uint64
-	BytesSent, BytesReceived                     uint64
+	FramesSent, FramesReceived uint64
+	BytesSent, BytesReceived   uint64
+	// Writes counts the connection writers' writes (one writev each);
+	// FramesSent / Writes is how well frames share them. Snapshot
+	// connections are not counted.
+	Writes                                       uint64
 	HeartbeatFramesSent, HeartbeatFramesReceived uint64
 	HeartbeatsSent, HeartbeatsReceived           uint64
 	// Connections open now (Connections = Inbound + Outbound), snapshot
@@ -84,6 +89,7 @@ func (h *transportHub) stats() TransportStats {
 	return TransportStats{
 		FramesSent: st.framesSent.Load(), FramesReceived: st.framesRecv.Load(),
 		BytesSent: st.bytesSent.Load(), BytesReceived: st.bytesRecv.Load(),
+		Writes:              st.writes.Load(),
 		HeartbeatFramesSent: st.hbFramesSent.Load(), HeartbeatFramesReceived: st.hbFramesRecv.Load(),
 		HeartbeatsSent: st.hbSent.Load(), HeartbeatsReceived: st.hbRecv.Load(),
 		Connections: in + out, InboundConnections: in, OutboundConnections: out,

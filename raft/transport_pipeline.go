@@ -15,6 +15,11 @@ import (
 // answers (or timeouts) complete them otherwise: a completed future waits
 // in fifo until those before it are done.
 //
+// One timer per pipeline bounds its futures: they share the timeout and
+// are issued in order, so the oldest pending one expires first; the timer
+// is set for it and, when it fires, fails what has expired and is set for
+// the next. An idle leader's keep-alive thus costs no timer of its own.
+//
 // At most tpPipelineDepth futures are in fifo; AppendEntries blocks for a
 // slot (bounded by the timeout), which is hashicorp's back-pressure. A
 // completed head is handed to Consumer() by whoever completed it, without
@@ -33,6 +38,8 @@ type pipeline struct {
 	fifo       []*pipeFuture // issued, not yet handed to Consumer, by mu
 	delivering bool          // a goroutine is handing futures over, by mu
 	closed     bool          // by mu
+	timer      *time.Timer   // runs expire; made on first use, by mu
+	timerOn    bool          // timer is set, by mu
 }
 
 func newPipeline(gt *groupTransport, p *peer) *pipeline {
@@ -53,7 +60,7 @@ type pipeFuture struct {
 	resp  *hraft.AppendEntriesResponse
 	cc    *clientConn
 	id    uint32
-	timer *time.Timer
+	due   time.Time // issued + timeout
 }
 
 func (f *pipeFuture) Error() error                           { <-f.done; return f.err }
@@ -87,9 +94,6 @@ func (f *pipeFuture) timedOut() {
 
 // finish ends a future its caller (begin) owns.
 func (f *pipeFuture) finish(err error) {
-	if f.timer != nil {
-		f.timer.Stop()
-	}
 	if err != nil {
 		f.pl.gt.hub.countCallError(err)
 	}
@@ -133,7 +137,7 @@ func (pl *pipeline) AppendEntries(args *hraft.AppendEntriesRequest, resp *hraft.
 func (pl *pipeline) issue(cc *clientConn, args *hraft.AppendEntriesRequest, resp *hraft.AppendEntriesResponse,
 	start time.Time, frame [][]byte, n int) (hraft.AppendFuture, error) {
 	f := &pipeFuture{callState: callState{done: make(chan struct{})}, pl: pl, start: start,
-		args: args, resp: resp, cc: cc, id: cc.newID()}
+		args: args, resp: resp, cc: cc, id: cc.newID(), due: time.Now().Add(pl.gt.timeout)}
 	pl.mu.Lock()
 	if pl.closed {
 		pl.mu.Unlock()
@@ -141,9 +145,17 @@ func (pl *pipeline) issue(cc *clientConn, args *hraft.AppendEntriesRequest, resp
 		return nil, hraft.ErrPipelineShutdown
 	}
 	pl.fifo = append(pl.fifo, f)
+	if !pl.timerOn {
+		pl.timerOn = true
+		if pl.timer == nil {
+			pl.timer = time.AfterFunc(pl.gt.timeout, pl.expire)
+		} else {
+			pl.timer.Reset(pl.gt.timeout)
+		}
+	}
 	pl.mu.Unlock()
-	f.timer = time.AfterFunc(pl.gt.timeout, f.timedOut)
-	if err := cc.send(f, f.id, frame, n); err != nil {
+	// Lazy: an append without entries only carries the commit index.
+	if err := cc.send(f, f.id, frame, n, len(args.Entries) == 0); err != nil {
 		// Delivered failed, in order, like any other.
 		if f.begin() {
 			f.finish(err)
@@ -151,6 +163,36 @@ func (pl *pipeline) issue(cc *clientConn, args *hraft.AppendEntriesRequest, resp
 		return nil, err
 	}
 	return f, nil
+}
+
+// expire fails the futures whose timeout has passed and sets the timer
+// for the oldest one left pending.
+func (pl *pipeline) expire() {
+	now := time.Now()
+	var late []*pipeFuture
+	next := time.Duration(-1)
+	pl.mu.Lock()
+	pl.timerOn = false
+	if !pl.closed {
+		for _, f := range pl.fifo {
+			if f.state.Load() != 0 {
+				continue
+			}
+			if left := f.due.Sub(now); left > 0 {
+				next = left
+				break
+			}
+			late = append(late, f)
+		}
+		if next >= 0 {
+			pl.timerOn = true
+			pl.timer.Reset(next)
+		}
+	}
+	pl.mu.Unlock()
+	for _, f := range late {
+		f.timedOut()
+	}
 }
 
 // advance hands completed futures at the head to Consumer().
@@ -223,12 +265,14 @@ func (pl *pipeline) Close() error {
 		for _, f := range fifo {
 			if f.begin() {
 				f.cc.forget(f.id, time.Time{})
-				if f.timer != nil {
-					f.timer.Stop()
-				}
 				f.end(hraft.ErrPipelineShutdown)
 			}
 		}
+		pl.mu.Lock()
+		if pl.timer != nil {
+			pl.timer.Stop()
+		}
+		pl.mu.Unlock()
 		pl.gt.forgetPipeline(pl)
 	})
 	return nil
