@@ -57,8 +57,9 @@ import (
 // from the request having no entries.
 //
 // Lock order: transportHub.mu → peer.mu → clientConn.mu → tconn.wmu;
-// groupTransport.inMu and pipeline.mu are leaves. None is held while
-// calling into hashicorp/raft, dialing, or blocking on a channel.
+// transportHub.emu → transportHub.gmu (read); groupTransport.inMu and
+// pipeline.mu are leaves. None is held while calling into hashicorp/raft,
+// dialing, or blocking on a channel.
 const (
 	// transportStream is the stream name of the transport's connections.
 	// It is the RPC prefix alone: Layer refuses it as a group name (the
@@ -127,6 +128,12 @@ type transportHub struct {
 
 	gmu    sync.RWMutex
 	groups map[string]*groupTransport // by gmu
+
+	// Requests for groups not started yet (transport_early.go), by emu.
+	emu        sync.Mutex
+	early      map[string][]earlyRPC
+	earlyN     int
+	earlyTimer *time.Timer
 
 	mu     sync.Mutex
 	peers  map[string]*peer // member address → peer, by mu
@@ -205,11 +212,14 @@ func (m *Mux) groupTransport(group string, opts TransportOptions) (*groupTranspo
 		return nil, net.ErrClosed
 	}
 	h.gmu.Lock()
-	defer h.gmu.Unlock()
 	if _, ok := h.groups[group]; ok {
+		h.gmu.Unlock()
 		return nil, fmt.Errorf("raft: group %q already has a transport on this mux", group)
 	}
 	h.groups[group] = gt
+	h.gmu.Unlock()
+	// After the group is visible: see holdEarly.
+	h.releaseEarly(gt)
 	return gt, nil
 }
 
@@ -272,6 +282,7 @@ func (h *transportHub) close() {
 	for _, p := range peers {
 		p.failHeartbeats(fmt.Errorf("raft transport: %w", net.ErrClosed))
 	}
+	h.expireEarly() // closed: answers every request still held
 	h.wg.Wait()
 	h.met.unregister()
 }

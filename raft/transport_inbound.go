@@ -105,7 +105,9 @@ func (sc *serverConn) dispatch(typ byte, id uint32, body []byte) error {
 	}
 	gt := sc.h.lookup(group)
 	if gt == nil {
-		sc.respondError(typ, id, sc.notRunning(group))
+		if !sc.h.holdEarly(string(group), inbound{cmd: cmd, sc: sc, id: id, typ: typ}) {
+			sc.respondError(typ, id, sc.notRunning(group))
+		}
 		return nil
 	}
 	if a, ok := cmd.(*hraft.AppendEntriesRequest); ok && isHeartbeat(a) {

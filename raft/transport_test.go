@@ -598,14 +598,62 @@ func TestTransportGroupCloseIsolated(t *testing.T) {
 	if err := a[1].gt.RequestVote("n0", hraft.ServerAddress(nodes[0].member()), &hraft.RequestVoteRequest{Term: 1}, &resp); err == nil {
 		t.Error("a call on a closed group's transport succeeded")
 	}
-	probe, err := nodes[1].mux.groupTransport("probe", TransportOptions{Timeout: time.Second})
+	// A request for a group that does not start there is answered with
+	// "not running" once the early wait is over.
+	probe, err := nodes[1].mux.groupTransport("probe", TransportOptions{Timeout: 3 * tpEarlyWait})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer probe.Close()
 	var re *remoteError
+	t0 := time.Now()
 	if err := probeVote(probe, nodes[0]); !errors.As(err, &re) || !strings.Contains(err.Error(), "not running") {
 		t.Errorf("call for a group not running there: %v", err)
+	}
+	if waited := time.Since(t0); waited < tpEarlyWait/2 {
+		t.Errorf("a group not running was answered after %v, not held for the early wait", waited)
+	}
+}
+
+// TestTransportEarlyRequest: a request that reaches a node before its
+// group starts there is held and handed to the group once it starts, as
+// a new group's campaign reaches replicas still opening.
+func TestTransportEarlyRequest(t *testing.T) {
+	nodes := newTpNodes(t, 2)
+	probe, err := nodes[1].mux.groupTransport("early", TransportOptions{Timeout: 3 * tpEarlyWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	answered := make(chan error, 1)
+	var resp hraft.RequestVoteResponse
+	go func() {
+		answered <- probe.RequestVote(hraft.ServerID(nodes[0].id), hraft.ServerAddress(nodes[0].member()),
+			&hraft.RequestVoteRequest{RPCHeader: testHeader(), Term: 7}, &resp)
+	}()
+	time.Sleep(tpEarlyWait / 4)
+	late, err := nodes[0].mux.groupTransport("early", TransportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Close()
+	select {
+	case rpc := <-late.Consumer():
+		req, ok := rpc.Command.(*hraft.RequestVoteRequest)
+		if !ok || req.Term != 7 {
+			t.Fatalf("the group got %#v", rpc.Command)
+		}
+		rpc.Respond(&hraft.RequestVoteResponse{Term: 7, Granted: true}, nil)
+	case <-time.After(tpEarlyWait):
+		t.Fatal("the early request never reached the group that started")
+	}
+	select {
+	case err := <-answered:
+		if err != nil || !resp.Granted || resp.Term != 7 {
+			t.Fatalf("early request answered %+v, %v", resp, err)
+		}
+	case <-time.After(3 * tpEarlyWait):
+		t.Fatal("the early request's caller got no answer")
 	}
 }
 
