@@ -2,6 +2,7 @@ package walstore
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	hraft "github.com/hashicorp/raft"
@@ -273,5 +274,56 @@ func TestDropGroup(t *testing.T) {
 	}
 	if i, _ := s.Group("a").FirstIndex(); i != 50 {
 		t.Fatalf("re-created group FirstIndex = %d", i)
+	}
+}
+
+// TestTailCache: the last entry, when small, is served from memory, and a
+// tail truncation or a new last entry never serves a stale one.
+func TestTailCache(t *testing.T) {
+	s := openT(t, testDir, newFaultFS(), 0)
+	defer mustClose(t, s)
+	gs := s.Group("tail")
+	store := func(i, term uint64, data string) {
+		t.Helper()
+		if err := gs.StoreLogs([]*hraft.Log{{Index: i, Term: term, Type: hraft.LogCommand, Data: []byte(data)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(i uint64) *hraft.Log {
+		t.Helper()
+		var l hraft.Log
+		if err := gs.GetLog(i, &l); err != nil {
+			t.Fatalf("GetLog(%d): %v", i, err)
+		}
+		return &l
+	}
+	store(1, 1, "a")
+	store(2, 1, "b")
+	l := get(2)
+	if string(l.Data) != "b" || l.Term != 1 {
+		t.Fatalf("last entry: %+v", l)
+	}
+	l.Data[0] = 'x' // a caller's change must not reach the cache
+	if got := get(2); string(got.Data) != "b" {
+		t.Fatalf("cached entry changed by a caller: %q", got.Data)
+	}
+	if err := gs.DeleteRange(2, 2); err != nil {
+		t.Fatal(err)
+	}
+	var gone hraft.Log
+	if err := gs.GetLog(2, &gone); err != hraft.ErrLogNotFound {
+		t.Fatalf("truncated entry: %v", err)
+	}
+	if got := get(1); string(got.Data) != "a" {
+		t.Fatalf("entry 1 after truncating 2: %q", got.Data)
+	}
+	store(2, 2, "c")
+	if got := get(2); string(got.Data) != "c" || got.Term != 2 {
+		t.Fatalf("new last entry: %+v", got)
+	}
+	big := strings.Repeat("z", 4*tailCacheMax)
+	store(3, 2, big)
+	if got := get(3); string(got.Data) != big {
+		t.Fatal("a large last entry read back wrong")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 
 	hraft "github.com/hashicorp/raft"
 )
@@ -31,6 +32,11 @@ type group struct {
 	first  uint64 // index of locs[0]; 0 when locs is empty
 	locs   []loc
 	stable []stableKV // a handful of keys (term, vote); a slice beats a map
+	// tail is the last entry's record when it is small (tailCacheMax),
+	// else nil. An idle leader reads its last entry for every keep-alive
+	// it sends a follower (hashicorp/raft's setPreviousLog): thousands of
+	// idle groups would each pay a pread several times a second.
+	tail []byte
 
 	// Writer-only view including records validated but not yet synced:
 	// validation of the next request must see the ones before it.
@@ -124,6 +130,17 @@ func (gs *GroupStore) GetLog(index uint64, l *hraft.Log) error {
 	if g == nil || index < g.first || index > g.last() || len(g.locs) == 0 {
 		s.mu.RUnlock()
 		return hraft.ErrLogNotFound
+	}
+	if tail := g.tail; tail != nil && index == g.last() {
+		// Copied: the decoded Log's slices alias the buffer, and Raft
+		// may keep them.
+		buf := slices.Clone(tail)
+		s.mu.RUnlock()
+		rec, err := parseRecord(buf)
+		if err != nil {
+			return fmt.Errorf("walstore: cached entry of group %q index %d: %w", gs.name, index, err)
+		}
+		return decodeEntry(rec.payload, l)
 	}
 	at := g.locs[index-g.first]
 	sg := s.segmentAt(at.seg)

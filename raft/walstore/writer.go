@@ -316,11 +316,17 @@ func (s *Store) apply(r *request, sg *segment, off int64) {
 		if len(g.locs) == 0 {
 			g.first = r.lo
 		}
+		lastAt, lastN := 0, 0
 		for p := 0; p < len(r.buf); {
 			n := frameLen + int(binary.BigEndian.Uint32(r.buf[p:]))
 			g.locs = append(g.locs, loc{seg: sg.seq, off: uint32(off) + uint32(p), n: uint32(n)})
 			s.addLive(sg, int64(n))
+			lastAt, lastN = p, n
 			p += n
+		}
+		g.tail = nil
+		if lastN <= tailCacheMax {
+			g.tail = slices.Clone(r.buf[lastAt : lastAt+lastN])
 		}
 	case kindDelete:
 		s.deleteRange(g, r.lo, r.hi)
@@ -344,9 +350,13 @@ func (s *Store) apply(r *request, sg *segment, off int64) {
 		for _, kv := range g.stable {
 			s.unlive(kv.at)
 		}
-		g.first, g.locs, g.stable = 0, nil, nil
+		g.first, g.locs, g.stable, g.tail = 0, nil, nil, nil
 	}
 }
+
+// tailCacheMax is the largest last entry record kept in memory: the
+// no-op and configuration entries of an idle group, not produced data.
+const tailCacheMax = 256
 
 // deleteRange removes lo..hi from g's published log; validate has
 // already refused ranges inside it. Called with mu held.
@@ -358,6 +368,9 @@ func (s *Store) deleteRange(g *group, lo, hi uint64) {
 	lo, hi = max(lo, g.first), min(hi, last)
 	for _, l := range g.locs[lo-g.first : hi-g.first+1] {
 		s.unlive(l)
+	}
+	if hi == last {
+		g.tail = nil
 	}
 	switch {
 	case lo == g.first && hi == last:
