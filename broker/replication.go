@@ -66,6 +66,7 @@ func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *
 		TrailingLogs:             b.node.RaftTrailingEntries,
 		SnapshotInterval:         30 * time.Second,
 		HeartbeatTimeout:         partitionHeartbeatTimeout,
+		LeaderHeartbeatTimeout:   partitionLeaderHeartbeatTimeout,
 		ElectionTimeout:          partitionElectionTimeout,
 		LeaderLeaseTimeout:       partitionLeaseTimeout,
 		CommitTimeout:            partitionCommitTimeout,
@@ -128,19 +129,21 @@ func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *
 
 // A partition group's timers, sized for thousands of groups per broker
 // rather than for the fastest failover of one (docs/architecture.md,
-// "Failover"). hashicorp/raft runs them per group: an idle leader sends
-// each follower a heartbeat every HeartbeatTimeout/10–/5 (0.3–0.6 s here;
-// the node's transport carries all groups' heartbeats to a peer in one
-// frame) and an empty append every CommitTimeout–2×CommitTimeout so
-// followers learn the commit index. A follower that hears nothing for a
-// heartbeat timeout campaigns at its next check, within 1–3 of them: a
-// dead leader's partitions have new leaders 3–9 s after its last
-// heartbeat, inside Kafka's broker.session.timeout.ms of 9 s.
+// "Many Raft groups"). hashicorp/raft runs them per group: an idle leader
+// sends each follower a heartbeat every tenth to fifth of its heartbeat
+// timeout (0.6–1.2 s with the leader's 6 s; the node's transport carries
+// all groups' heartbeats to a peer in one frame) and an empty append
+// every CommitTimeout–2×CommitTimeout so followers learn the commit index
+// (both keep the leader's lease). A follower that hears nothing for its
+// heartbeat timeout (3 s) campaigns at its next check, within 1–3 of
+// them: a dead leader's partitions have new leaders 3–9 s after its last
+// contact, inside Kafka's broker.session.timeout.ms of 9 s.
 const (
-	partitionHeartbeatTimeout = 3 * time.Second
-	partitionElectionTimeout  = 3 * time.Second
-	partitionLeaseTimeout     = 1500 * time.Millisecond
-	partitionCommitTimeout    = 500 * time.Millisecond
+	partitionHeartbeatTimeout       = 3 * time.Second
+	partitionLeaderHeartbeatTimeout = 6 * time.Second
+	partitionElectionTimeout        = 3 * time.Second
+	partitionLeaseTimeout           = 2500 * time.Millisecond
+	partitionCommitTimeout          = 500 * time.Millisecond
 )
 
 // soloRaftTimeouts are the timers of a group with a single voter: it

@@ -65,6 +65,16 @@ func produceSeq(t *testing.T, cl *kgo.Client, topic string, from, to int) {
 	produceAll(t, cl, recs, clusterTimeout)
 }
 
+// followerCatchUp is how long after a round of records a follower's
+// progress report can take to show it reached the leader's end: it
+// learns the commit index from the leader's next append, which an idle
+// partition sends every CommitTimeout to 2×CommitTimeout (500 ms-1 s,
+// broker/replication.go), and reports every second (broker/isr.go).
+// The leader directs a consumer to it only once that report reaches the
+// consumer's offset, so rounds closer together than this keep moving the
+// offset past what the follower last reported.
+const followerCatchUp = 2500 * time.Millisecond
+
 // untilServedAsFollower produces rounds of records until b reports
 // follower-served fetches (bounded): the leader directs a consumer only
 // once it has heard b's progress and reported it in sync.
@@ -78,7 +88,7 @@ func untilServedAsFollower(t *testing.T, b *Broker, prod *kgo.Client, topic stri
 		if servedBy(t, b, "follower") > 0 {
 			return next
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(followerCatchUp)
 	}
 	t.Fatalf("node %d served no fetch as a follower", b.NodeID)
 	return next

@@ -51,6 +51,15 @@ type Config struct {
 	// LeaderLeaseTimeout: a leader that has not heard from a quorum for
 	// this long steps down. Must not exceed HeartbeatTimeout. Default 1 s.
 	LeaderLeaseTimeout time.Duration
+	// LeaderHeartbeatTimeout is the group's HeartbeatTimeout (and at
+	// least its ElectionTimeout) while this node leads it; 0 means
+	// HeartbeatTimeout. A leader heartbeats each follower every tenth to
+	// fifth of its heartbeat timeout, while how soon a dead leader is
+	// replaced depends on the followers' HeartbeatTimeout only, so a
+	// longer one here makes idle groups cheaper without slowing failover.
+	// LeaderLeaseTimeout must stay well above the leader's heartbeat
+	// interval.
+	LeaderHeartbeatTimeout time.Duration
 	// CommitTimeout: the idle leader's interval (×1–2) for telling
 	// followers the commit index. It bounds how stale an idle follower's
 	// applied state is. Default 200 ms (hashicorp: 50 ms).

@@ -38,8 +38,10 @@ type Group struct {
 	leadMu   sync.Mutex // leadership.go: the fields below and calls to onLeader
 	onLeader LeaderFunc
 	leading  bool // what the owner was last told
-	mustTell bool // a new onLeader is told the current leadership
-	stopped  bool // Shutdown ran: nobody is told anything any more
+	// timers by role (Config.LeaderHeartbeatTimeout); zero: one for both
+	leaderHT, followerHT, electionTO time.Duration
+	mustTell                         bool // a new onLeader is told the current leadership
+	stopped                          bool // Shutdown ran: nobody is told anything any more
 
 	done     chan struct{} // closed by Shutdown
 	wg       sync.WaitGroup
@@ -75,6 +77,7 @@ func (m *Mux) Start(cfg Config) (*Group, error) {
 
 	g := &Group{
 		name: cfg.Group, id: cfg.NodeID, class: cfg.Class, mux: m, log: logger,
+		leaderHT: cfg.LeaderHeartbeatTimeout, followerHT: cfg.HeartbeatTimeout, electionTO: cfg.ElectionTimeout,
 		leaderCh: make(chan bool, 1),
 		done:     make(chan struct{}),
 	}

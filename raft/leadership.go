@@ -116,6 +116,7 @@ func (g *Group) checkLeadership() {
 	changed := now != g.leading
 	g.leading, g.mustTell = now, false
 	if changed {
+		g.roleTimers(now)
 		g.log.Info("raft leadership changed", "leader", now, "leader_id", string(id))
 		select { // replace a value the reader has not taken yet
 		case <-g.leaderCh:
@@ -125,5 +126,21 @@ func (g *Group) checkLeadership() {
 	}
 	if g.onLeader != nil && (changed || now) {
 		g.onLeader(now)
+	}
+}
+
+// roleTimers gives the group the heartbeat timeout of its role here
+// (Config.LeaderHeartbeatTimeout).
+func (g *Group) roleTimers(leading bool) {
+	if g.leaderHT <= 0 || g.leaderHT == g.followerHT {
+		return
+	}
+	rc := g.raft.ReloadableConfig()
+	rc.HeartbeatTimeout, rc.ElectionTimeout = g.followerHT, g.electionTO
+	if leading {
+		rc.HeartbeatTimeout, rc.ElectionTimeout = g.leaderHT, max(g.electionTO, g.leaderHT)
+	}
+	if err := g.raft.ReloadConfig(rc); err != nil {
+		g.log.Warn("raft group kept its timers", "leading", leading, "err", err)
 	}
 }
