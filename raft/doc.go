@@ -59,6 +59,11 @@
 //   - Timers: still per group (hashicorp/raft's own), so their defaults
 //     are what an idle group costs; broker/replication.go sizes a
 //     partition's for thousands of groups and states the failover bound.
+//     Config.LeaderHeartbeatTimeout gives a group a longer heartbeat
+//     timeout while this node leads it (ReloadConfig on each leadership
+//     change, leadership.go): the leader's heartbeat rate halves while
+//     failure detection, which the followers' timeout decides, does not
+//     change.
 //   - Creation: a brand-new group's preferred leader calls Campaign right
 //     after Bootstrap, so it is led in milliseconds rather than after a
 //     heartbeat timeout; the broker opens a topic's replicas in parallel,
