@@ -44,8 +44,6 @@ func (b *Broker) raftDir() string { return filepath.Join(b.node.DataDir, "raft")
 // caught up by the leader.
 func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *controller.View) (*Partition, error) {
 	dir := filepath.Join(b.topicDir(t.Name, t.ID), strconv.Itoa(int(index)))
-	tm0 := time.Now()
-	defer func() { b.logger.Info("TIMING open", "total", time.Since(tm0)) }()
 	p := newPartition(t, index, dir)
 	l, err := log.Open(dir, b.logConfigFor(t))
 	if err != nil {
@@ -80,9 +78,7 @@ func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *
 	if len(cp.Replicas) == 1 {
 		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = soloRaftTimeouts()
 	}
-	tm1 := time.Now()
 	g, err := b.ctrl.mux.Start(cfg)
-	b.logger.Info("TIMING start", "log", tm1.Sub(tm0), "start", time.Since(tm1))
 	if err != nil {
 		l.Close()
 		return nil, err
