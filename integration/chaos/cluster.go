@@ -280,14 +280,19 @@ func (c *Cluster) healthy(ctx context.Context, topics []string) error {
 func (c *Cluster) WaitHealthy(ctx context.Context, topics []string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	var last error // the last finding before the deadline cut a check short
 	for {
 		err := c.healthy(ctx, topics)
 		if err == nil {
 			return nil
 		}
 		if ctx.Err() != nil {
+			if last != nil {
+				err = fmt.Errorf("%w (before that: %v)", err, last)
+			}
 			return fmt.Errorf("cluster not healthy within %v: %w", timeout, err)
 		}
+		last = err
 		sleepCtx(ctx, 250*time.Millisecond)
 	}
 }
