@@ -132,8 +132,10 @@ func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *
 // every CommitTimeout–2×CommitTimeout so followers learn the commit index
 // (both keep the leader's lease). A follower that hears nothing for its
 // heartbeat timeout (3 s) campaigns at its next check, within 1–3 of
-// them: a dead leader's partitions have new leaders 3–9 s after its last
-// contact, inside Kafka's broker.session.timeout.ms of 9 s.
+// them: a dead leader's partitions are led elsewhere, as Metadata shows,
+// within 12 s (3–9 s to notice, then the votes, the new leader's barrier
+// and its report to the controller); Kafka notices a dead broker after
+// broker.session.timeout.ms, 9 s.
 const (
 	partitionHeartbeatTimeout       = 3 * time.Second
 	partitionLeaderHeartbeatTimeout = 6 * time.Second
