@@ -33,7 +33,10 @@ type Partition struct {
 	scratch   []byte // apply's copy of a batch it stamps, by appendMu
 
 	ckptMu     sync.Mutex
-	checkpoint checkpoint // the newest durable checkpoint, by ckptMu
+	checkpoint checkpoint // the newest checkpoint, by ckptMu
+	// ckptOnDisk says checkpoint is in the file: a new partition's
+	// empty log has none until its first entry (see Apply).
+	ckptOnDisk bool
 
 	group *raft.Group // nil until the replica starts, and for detached topics
 	// pull copies batches from the leader's log (snapshot catch-up).

@@ -73,6 +73,9 @@ func (p *Partition) Apply(e raft.Entry) any {
 		// applying later entries would assign wrong offsets.
 		return applyResult{err: err}
 	}
+	if err := p.pinBase(); err != nil {
+		return applyResult{err: err}
+	}
 	p.applied = e.Index
 	if len(e.Data) < entryHeaderLen || e.Data[0] != entryVersion {
 		return applyResult{err: fmt.Errorf("%w: malformed partition entry at index %d", kerr.CorruptMessage, e.Index)}
@@ -239,7 +242,7 @@ func readPartitionCheckpoint(dir string) (checkpoint, bool, error) {
 func (p *Partition) writeCheckpoint(c checkpoint) error {
 	p.ckptMu.Lock()
 	defer p.ckptMu.Unlock()
-	if c.Index < p.checkpoint.Index || c == p.checkpoint {
+	if c.Index < p.checkpoint.Index || c == p.checkpoint && p.ckptOnDisk {
 		// Older, or already durable: an idle partition's periodic
 		// checkpoint costs no file write.
 		return nil
@@ -248,8 +251,24 @@ func (p *Partition) writeCheckpoint(c checkpoint) error {
 	if err := writeFileAtomic(filepath.Join(p.dir, checkpointFile), []byte(data)); err != nil {
 		return p.fail(fmt.Errorf("checkpoint: %w", err))
 	}
-	p.checkpoint = c
+	p.checkpoint, p.ckptOnDisk = c, true
 	return nil
+}
+
+// pinBase makes the checkpoint of a new partition durable before its
+// first entry is applied; p.appendMu is held. Without it a crash before
+// any later checkpoint would leave a log with records and no checkpoint,
+// which reads as a log written before replication, and the Raft log
+// replayed on top of it would append every batch a second time, at
+// offsets no other replica has.
+func (p *Partition) pinBase() error {
+	p.ckptMu.Lock()
+	onDisk := p.ckptOnDisk
+	p.ckptMu.Unlock()
+	if onDisk {
+		return nil
+	}
+	return p.writeCheckpoint(checkpoint{Index: p.applied, End: p.log.EndOffset()})
 }
 
 // checkpointLocked fsyncs the log and checkpoints what it holds now;
@@ -275,10 +294,11 @@ func (p *Partition) recoverFromCheckpoint(sole bool, logger *slog.Logger) error 
 		// A new partition, or a log written before it was replicated:
 		// what it holds is the base the group's entries apply on.
 		c = checkpoint{Index: 0, End: l.EndOffset()}
-		// An empty log at offset 0 is what a missing checkpoint means
-		// anyway: writing it would cost a new partition a handful of
-		// fsyncs for nothing, and a topic of thousands of partitions
-		// seconds. Anything else is made durable first.
+		// An empty log at offset 0 is written before its first entry
+		// is applied (pinBase): writing it now would cost a topic of
+		// thousands of partitions seconds of fsyncs, most of them
+		// before any record arrives. Anything else is made durable
+		// first.
 		if c.End != 0 || l.LogStartOffset() != 0 || l.Size() != 0 {
 			if err := l.Sync(); err != nil {
 				return err
@@ -314,7 +334,9 @@ func (p *Partition) recoverFromCheckpoint(sole bool, logger *slog.Logger) error 
 		}
 	}
 	p.applied = c.Index
-	p.checkpoint = c
+	p.ckptMu.Lock()
+	p.checkpoint, p.ckptOnDisk = c, ok || p.ckptOnDisk
+	p.ckptMu.Unlock()
 	return p.rebuildDerived()
 }
 

@@ -134,6 +134,42 @@ func TestReplicaReplaysRaftLogAfterCheckpoint(t *testing.T) {
 	}
 }
 
+// A broker that crashes before a new partition's log was ever
+// checkpointed by a snapshot or a clean stop comes back with the records
+// its log held and its whole Raft log to replay: the replay starts from
+// the partition's empty beginning, never on top of those records (which
+// would append every batch a second time, at offsets no other replica
+// has).
+func TestCrashBeforeFirstCheckpointReplaysOnce(t *testing.T) {
+	dir := t.TempDir()
+	b := openTestBroker(t, dir)
+	tp := mustCreate(t, b, "crash", 1, nil)
+	for range 3 {
+		produceBatch(t, b, "crash", 0, logtest.Batch{Records: 2})
+	}
+	p := tp.Partition(0)
+	want, hwm := readAll(t, p), p.HighWatermark()
+	// The files as kill -9 leaves them: page cache included, no clean
+	// stop's checkpoint.
+	crashed := filepath.Join(t.TempDir(), "data")
+	if err := os.CopyFS(crashed, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+
+	b = openTestBroker(t, crashed)
+	p = b.Topic("crash").Partition(0)
+	if p.HighWatermark() != hwm {
+		t.Fatalf("high watermark after the crash %d, want %d", p.HighWatermark(), hwm)
+	}
+	if got := readAll(t, p); !bytes.Equal(got, want) {
+		t.Fatalf("log after the crash: %d bytes, want the same %d bytes", len(got), len(want))
+	}
+	if got := produceBatch(t, b, "crash", 0, logtest.Batch{Records: 1}); got != hwm {
+		t.Fatalf("next batch at offset %d, want %d", got, hwm)
+	}
+}
+
 // Leader epochs are Raft terms, stamped into batches and reported to the
 // controller; a restart (new election) raises the epoch.
 func TestLeaderEpochIsRaftTerm(t *testing.T) {
