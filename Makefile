@@ -9,6 +9,7 @@
 #   make bench-fanout  fetch read coalescing off vs on: 64 consumers tailing, preloaded, and 1
 #   make bench-memory  broker memory with the fetch memory budget on vs off: 200 consumers fetching a 2 GiB backlog at once
 #   make bench-scale  what partitions cost, weir beside Apache Kafka 4.1 (KRaft, jars fetched with mvn): memory, fds, disk, idle CPU, create, failover, produce (PARTITIONS, BASELINE_REF)
+#   make bench-produce  produce throughput, latency and broker CPU per MB, weir beside Apache Kafka 4.1, one broker and three, Java and weirctl clients (SYSTEMS, SETUPS)
 #   make compat  franz-go's kgo integration suite against a fresh weir
 #   make chaos   fault injection on a 3-broker cluster, then every replica checked (CHAOS_DURATION, CHAOS_SEED)
 #   make fuzz    every fuzz target, FUZZ_TIME each (default 30s)
@@ -21,7 +22,7 @@ BENCH_RECORDS ?= 500000
 BENCH_RECORD_SIZE ?= 1024
 BENCH_REPLICATION_RECORDS ?= 200000
 
-.PHONY: all build run cluster cluster-stop test unit integration bench bench-go bench-e2e bench-replication bench-fanout bench-memory bench-scale compat compat-short chaos fuzz soak lint fmt clean
+.PHONY: all build run cluster cluster-stop test unit integration bench bench-go bench-e2e bench-replication bench-fanout bench-memory bench-scale bench-produce compat compat-short chaos fuzz soak lint fmt clean
 
 all: build
 
@@ -94,6 +95,18 @@ bench-memory: build
 # make bench: it takes 15 to 40 minutes.
 bench-scale: build
 	./.ci/bench-scale.sh
+
+# Produce performance, weir beside Apache Kafka 4.1 (KRaft; jars fetched
+# once with mvn by .ci/kafka.sh, and without them weir alone is measured)
+# on this machine in one run, with the same workloads and clients: Kafka's
+# ProducerPerformance (acks=all, acks=1, a fixed 20 MB/s) and concurrent
+# weirctl bench produce, on one broker (RF=1) and on three (RF=3), each on a
+# fresh broker or cluster: MB/s, p50/p99/p99.9 latency, broker CPU seconds
+# and CPU per MB. Settings come from the environment or the make command
+# line, e.g. make bench-produce SYSTEMS=weir SETUPS=single;
+# .ci/bench-produce.sh lists them all. Not part of make bench.
+bench-produce: build
+	./.ci/bench-produce.sh
 
 # franz-go's own kgo integration tests against a fresh weir, with an
 # allowlist (integration/compat/kgo/allow.txt) and findings

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# A local Apache Kafka (KRaft) cluster of three nodes on free loopback ports,
-# for benchmarks that put weir and Kafka side by side on the same machine.
+# A local Apache Kafka (KRaft) cluster of three nodes (or one, with
+# KAFKA_NODES=1) on free loopback ports, for benchmarks that put weir and
+# Kafka side by side on the same machine.
 #
 #   .ci/kafka.sh fetch               fetch Kafka's jars with mvn (once)
 #   .ci/kafka.sh libs                print the directory of the jars
 #   .ci/kafka.sh version             print the Kafka version used
-#   .ci/kafka.sh start DIR           format and start nodes 0..2 in DIR
+#   .ci/kafka.sh start DIR           format and start nodes 0..2 (or 0) in DIR
 #   .ci/kafka.sh stop DIR            SIGTERM every node, SIGKILL after a bound
 #   .ci/kafka.sh kill-node DIR N     SIGKILL node N (a crash)
 #   .ci/kafka.sh start-node DIR N    start node N again on its data
@@ -24,13 +25,20 @@
 # of kafka-server-start.sh (-Xmx1G -Xms1G) with kafka-run-class.sh's G1
 # flags. Nodes run java directly, so each node's pid is the JVM's.
 #
+# KAFKA_NODES=1 runs node 0 alone, broker and controller in one process,
+# the quorum being just itself; as in Kafka's own single-node
+# config/server.properties, its internal topics (offsets, transaction and
+# share-group state) get replication factor 1 and min ISR 1. The same
+# KAFKA_NODES must be set for every command on a DIR.
+#
 # DIR gets: brokers (the bootstrap list), nodeN.properties, nodeN/data
 # (log.dirs), nodeN.log (stdout and the log4j console), nodeN.pid. Only
 # processes whose pid files are in DIR are ever signalled.
 #
 # Environment: KAFKA_VERSION, WEIR_KAFKA_HOME, KAFKA_READY_TIMEOUT (120 s
 # for every node to log that it started), KAFKA_STOP_TIMEOUT (30 s from
-# SIGTERM to SIGKILL), KAFKA_FETCH_TIMEOUT (600 s for mvn), KAFKA_HEAP_OPTS.
+# SIGTERM to SIGKILL), KAFKA_FETCH_TIMEOUT (600 s for mvn), KAFKA_HEAP_OPTS,
+# KAFKA_NODES (3, or 1 for a single combined node).
 set -euo pipefail
 
 version=${KAFKA_VERSION:-4.1.2}
@@ -40,7 +48,14 @@ ready_timeout=${KAFKA_READY_TIMEOUT:-120}
 stop_timeout=${KAFKA_STOP_TIMEOUT:-30}
 fetch_timeout=${KAFKA_FETCH_TIMEOUT:-600}
 heap_opts=${KAFKA_HEAP_OPTS:--Xmx1G -Xms1G}
-nodes=(0 1 2)
+case ${KAFKA_NODES:-3} in
+3) nodes=(0 1 2) ;;
+1) nodes=(0) ;;
+*)
+	echo "kafka.sh: KAFKA_NODES must be 1 or 3, got '${KAFKA_NODES}'" >&2
+	exit 2
+	;;
+esac
 
 die() {
 	echo "kafka.sh: $*" >&2
@@ -123,31 +138,40 @@ node_pid() {
 }
 
 write_config() {
-	local dir=$1 ports voters n
-	# Six distinct free ports (Kafka listener, then controller listener,
-	# per node), all held open until every one is bound.
+	local dir=$1 ports voters n k=${#nodes[@]}
+	# Two distinct free ports per node (the Kafka listeners, then the
+	# controller listeners), all held open until every one is bound.
 	read -r -a ports < <(python3 -c '
-import socket
+import socket, sys
 ss = []
-for _ in range(6):
+for _ in range(int(sys.argv[1])):
     s = socket.socket(); s.bind(("127.0.0.1", 0)); ss.append(s)
 print(" ".join(str(s.getsockname()[1]) for s in ss))
-for s in ss: s.close()')
+for s in ss: s.close()' $((2 * k)))
 	voters=""
-	for n in "${nodes[@]}"; do voters="${voters:+$voters,}$n@127.0.0.1:${ports[$((3 + n))]}"; done
+	for n in "${nodes[@]}"; do voters="${voters:+$voters,}$n@127.0.0.1:${ports[$((k + n))]}"; done
 	for n in "${nodes[@]}"; do
 		mkdir -p "$dir/node$n/data"
 		cat >"$dir/node$n.properties" <<EOF
 process.roles=broker,controller
 node.id=$n
 controller.quorum.voters=$voters
-listeners=PLAINTEXT://127.0.0.1:${ports[$n]},CONTROLLER://127.0.0.1:${ports[$((3 + n))]}
+listeners=PLAINTEXT://127.0.0.1:${ports[$n]},CONTROLLER://127.0.0.1:${ports[$((k + n))]}
 advertised.listeners=PLAINTEXT://127.0.0.1:${ports[$n]}
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 log.dirs=$dir/node$n/data
 EOF
+		if [ "$k" = 1 ]; then
+			cat >>"$dir/node$n.properties" <<'EOF'
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+EOF
+		fi
 	done
 	for n in "${nodes[@]}"; do echo "127.0.0.1:${ports[$n]}"; done | paste -sd, - >"$dir/brokers"
 	# Kafka's own config/log4j2.yaml logs INFO to the console and files;
@@ -230,7 +254,11 @@ start() {
 		stop "$dir" || true
 		exit 1
 	fi
-	echo "kafka.sh: Kafka $version, 3 nodes (broker+controller each), bootstrap $(cat "$dir/brokers"), logs in $dir"
+	if [ ${#nodes[@]} = 1 ]; then
+		echo "kafka.sh: Kafka $version, 1 node (broker+controller), bootstrap $(cat "$dir/brokers"), logs in $dir"
+	else
+		echo "kafka.sh: Kafka $version, 3 nodes (broker+controller each), bootstrap $(cat "$dir/brokers"), logs in $dir"
+	fi
 }
 
 # stop_nodes DIR N...: SIGTERM (SIGKILL with --kill) the given nodes and
@@ -267,7 +295,11 @@ stop_nodes() {
 stop() { stop_nodes "$1" "${nodes[@]}"; }
 
 node_arg() {
-	[[ "${1:-}" =~ ^[012]$ ]] || die "node must be 0, 1 or 2, got '${1:-}'"
+	if [ ${#nodes[@]} = 1 ]; then
+		[ "${1:-}" = 0 ] || die "node must be 0 (KAFKA_NODES=1), got '${1:-}'"
+	else
+		[[ "${1:-}" =~ ^[012]$ ]] || die "node must be 0, 1 or 2, got '${1:-}'"
+	fi
 }
 
 case "${1:-}" in

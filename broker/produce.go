@@ -22,36 +22,67 @@ type ProduceOptions struct {
 // request's acks (acks=1 is answered as acks=-1, which is stronger).
 // records is copied; ctx bounds the wait (the request's timeout).
 func (b *Broker) Produce(ctx context.Context, topic string, partition int32, records []byte, opts ProduceOptions) (AppendResult, error) {
+	pa, err := b.StartProduce(ctx, topic, partition, records, opts)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	return pa.Wait(ctx)
+}
+
+// PendingAppend is a produced batch in its partition's Raft log queue
+// (StartProduce).
+type PendingAppend struct {
+	entry proposedEntry
+}
+
+// StartProduce is Produce without the wait for the commit: it checks the
+// batch and proposes it, and returns once the partition's group took it.
+// Batches one goroutine starts one after the other are applied in that
+// order, so a connection can start its next produce request while the
+// previous one waits (pipelining) and the idempotence checks, made when
+// each batch is applied, see them in request order. records is copied
+// before StartProduce returns.
+func (b *Broker) StartProduce(ctx context.Context, topic string, partition int32, records []byte, opts ProduceOptions) (*PendingAppend, error) {
 	t := b.Topic(topic)
 	if t == nil {
 		var err error
 		if t, err = b.autoCreate(topic); err != nil {
-			return AppendResult{}, err
+			return nil, err
 		}
 	}
 	if t.Internal() {
-		return AppendResult{}, fmt.Errorf("%w: clients cannot write to the internal topic %s", kerr.InvalidTopicException, topic)
+		return nil, fmt.Errorf("%w: clients cannot write to the internal topic %s", kerr.InvalidTopicException, topic)
 	}
 	p, err := t.LeaderPartition(partition, -1)
 	if err != nil {
-		return AppendResult{}, err
+		return nil, err
 	}
 	settings := b.produceSettings(t)
 	headers, err := log.ValidateBatches(records)
 	if err != nil {
-		return AppendResult{}, fmt.Errorf("%w: %v", kerr.CorruptMessage, err)
+		return nil, fmt.Errorf("%w: %v", kerr.CorruptMessage, err)
 	}
 	if err := checkProducedBatches(headers, settings.maxMessageBytes, opts); err != nil {
-		return AppendResult{}, err
+		return nil, err
 	}
 	if seg := settings.segmentBytes; int64(len(records)) > seg {
-		return AppendResult{}, fmt.Errorf("%w: %d bytes is above segment.bytes %d", kerr.RecordListTooLarge, len(records), seg)
+		return nil, fmt.Errorf("%w: %d bytes is above segment.bytes %d", kerr.RecordListTooLarge, len(records), seg)
 	}
 	var logAppendTime int64
 	if settings.logAppendTime {
 		logAppendTime = b.now().UnixMilli()
 	}
-	res, err := p.replicate(ctx, encodeAppend(logAppendTime, records))
+	entry, err := p.propose(ctx, encodeAppend(logAppendTime, records))
+	if err != nil {
+		return nil, err
+	}
+	return &PendingAppend{entry: entry}, nil
+}
+
+// Wait returns the batch's offsets once it is committed and applied on
+// this broker, or why it was not; ctx bounds the wait.
+func (pa *PendingAppend) Wait(ctx context.Context) (AppendResult, error) {
+	res, err := pa.entry.wait(ctx)
 	return res.append, err
 }
 

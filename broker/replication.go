@@ -68,6 +68,9 @@ func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *
 		ElectionTimeout:          partitionElectionTimeout,
 		LeaderLeaseTimeout:       partitionLeaseTimeout,
 		CommitTimeout:            partitionCommitTimeout,
+		// A connection's pipelined produce requests queue while the
+		// leader writes, and share its next write and fsync.
+		BatchApply: true,
 	}
 	if cfg.SnapshotThreshold == 0 {
 		cfg.SnapshotThreshold = 1024
@@ -409,25 +412,57 @@ func (p *Partition) checkLeaderEpoch(currentLeaderEpoch int32) error {
 // it is committed and applied here: acknowledged writes are on a
 // majority's disks.
 func (p *Partition) replicate(ctx context.Context, entry []byte) (applyResult, error) {
-	resp, _, err := p.group.Apply(ctx, entry)
+	pe, err := p.propose(ctx, entry)
 	if err != nil {
-		switch {
-		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrShutdown):
-			return applyResult{}, fmt.Errorf("%w: %s/%d: %v", kerr.NotLeaderForPartition, p.topic.Name, p.Index, err)
-		case errors.Is(err, raft.ErrLeadershipLost):
-			// It may still commit; the client's retry is recognised by
-			// its sequence numbers if it is idempotent.
-			return applyResult{}, fmt.Errorf("%w: %s/%d: leadership lost before commit", kerr.NotLeaderForPartition, p.topic.Name, p.Index)
-		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-			return applyResult{}, fmt.Errorf("%w: %s/%d: not committed in time", kerr.RequestTimedOut, p.topic.Name, p.Index)
-		}
-		return applyResult{}, fmt.Errorf("%w: %s/%d: %v", kerr.KafkaStorageError, p.topic.Name, p.Index, err)
+		return applyResult{}, err
+	}
+	return pe.wait(ctx)
+}
+
+// proposedEntry is an entry in the partition group's log queue.
+type proposedEntry struct {
+	p    *Partition
+	prop *raft.Proposal
+}
+
+// propose hands an entry to the partition's group without waiting for
+// its commit; entries proposed one after the other by one goroutine are
+// applied in that order.
+func (p *Partition) propose(ctx context.Context, entry []byte) (proposedEntry, error) {
+	prop, err := p.group.Propose(ctx, entry)
+	if err != nil {
+		return proposedEntry{}, p.replicationError(err)
+	}
+	return proposedEntry{p: p, prop: prop}, nil
+}
+
+// wait returns the entry's outcome once it is committed and applied here.
+func (pe proposedEntry) wait(ctx context.Context) (applyResult, error) {
+	resp, _, err := pe.prop.Wait(ctx)
+	if err != nil {
+		return applyResult{}, pe.p.replicationError(err)
 	}
 	res, ok := resp.(applyResult)
 	if !ok {
-		return applyResult{}, fmt.Errorf("%w: %s/%d: unexpected apply result %T", kerr.UnknownServerError, p.topic.Name, p.Index, resp)
+		return applyResult{}, fmt.Errorf("%w: %s/%d: unexpected apply result %T", kerr.UnknownServerError, pe.p.topic.Name, pe.p.Index, resp)
 	}
 	return res, res.err
+}
+
+// replicationError is the Kafka error for an entry the group did not
+// commit.
+func (p *Partition) replicationError(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrShutdown):
+		return fmt.Errorf("%w: %s/%d: %v", kerr.NotLeaderForPartition, p.topic.Name, p.Index, err)
+	case errors.Is(err, raft.ErrLeadershipLost):
+		// It may still commit; the client's retry is recognised by its
+		// sequence numbers if it is idempotent.
+		return fmt.Errorf("%w: %s/%d: leadership lost before commit", kerr.NotLeaderForPartition, p.topic.Name, p.Index)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return fmt.Errorf("%w: %s/%d: not committed in time", kerr.RequestTimedOut, p.topic.Name, p.Index)
+	}
+	return fmt.Errorf("%w: %s/%d: %v", kerr.KafkaStorageError, p.topic.Name, p.Index, err)
 }
 
 // partitionReadRequest asks a replica for batches of its log.

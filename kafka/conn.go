@@ -66,6 +66,9 @@ type clientConn struct {
 	writing net.Buffers
 	// tlsWriter gathers a fetch response's pieces on a TLS connection.
 	tlsWriter *bufio.Writer
+	// pending are the produce requests started and not answered yet,
+	// oldest first (pipeline.go).
+	pending []pendingResponse
 }
 
 // newClientConn is a connection of the listener Options describes.
@@ -122,21 +125,53 @@ func (c *clientConn) serve() {
 			c.fetch.results[i].Release()
 		}
 	}()
-	for frame := range c.frames {
+	for {
+		// While produce requests are pending, the oldest is answered as
+		// soon as it completes, and the next frames are read meanwhile
+		// unless the pipeline is full.
+		frames := c.frames
+		if c.pipelineFull() {
+			frames = nil
+		}
+		var oldest <-chan struct{}
+		if len(c.pending) > 0 {
+			oldest = c.pending[0].done
+		}
+		var frame []byte
+		var ok bool
+		select {
+		case <-oldest:
+			if err := c.answerOldest(); err != nil {
+				c.closing(err)
+				return
+			}
+			continue
+		case frame, ok = <-frames:
+		}
+		if !ok {
+			// The reader stopped: the requests it read are answered
+			// first, as in Kafka.
+			c.closing(c.answerPending())
+			return
+		}
 		err := c.handle(frame)
 		c.s.pool.Release(int64(len(frame)))
 		if recyclableFrame(frame) {
 			c.s.frames.put(frame)
 		}
 		if err != nil {
-			// Protocol violations close the connection, as in Kafka;
-			// say why, since the client usually will not. A connection
-			// closed under the handler (shutdown) needs no word.
-			if c.ctx.Err() == nil {
-				c.logger.Info("closing connection", "err", err)
-			}
+			c.closing(errors.Join(c.answerPending(), err))
 			return
 		}
+	}
+}
+
+// closing logs why the connection closes: protocol violations close it,
+// as in Kafka, and the client usually will not say why. A connection
+// closed under the handler (shutdown, the client left) needs no word.
+func (c *clientConn) closing(err error) {
+	if err != nil && c.ctx.Err() == nil {
+		c.logger.Info("closing connection", "err", err)
 	}
 }
 
@@ -241,6 +276,12 @@ func (c *clientConn) handle(frame []byte) (err error) {
 	if !known {
 		return fmt.Errorf("unsupported api key %d", h.key)
 	}
+	if h.key != produceKey {
+		// Handled once the produce requests before it are answered.
+		if err := c.answerPending(); err != nil {
+			return err
+		}
+	}
 	if h.key == apiVersionsKey && h.version > api.max {
 		return c.write(h, unsupportedAPIVersions(c.s.apis), start, api)
 	}
@@ -265,6 +306,9 @@ func (c *clientConn) handle(frame []byte) (err error) {
 		c.clientID = ""
 	} else if string(clientID) != c.clientID { // no allocation when equal
 		c.clientID = string(clientID)
+	}
+	if h.key == produceKey {
+		return c.pipelineProduce(h, api, req.(*kmsg.ProduceRequest), start)
 	}
 	resp, err := c.call(api, req)
 	if err != nil {

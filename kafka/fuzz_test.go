@@ -100,7 +100,8 @@ func FuzzRequestFrame(f *testing.F) {
 
 // FuzzDecodeRequest builds a frame from an API key, a version and a body,
 // with a valid header between them, and hands it to clientConn.handle,
-// the step the connection runs for every frame it reads. For a key and
+// the step the connection runs for every frame it reads, then lets it
+// answer what it queued (a produce request's response). For a key and
 // version the server serves, handle must answer with one response that
 // decodes at that version and encodes back to the same bytes, or (for a
 // body that does not decode) fail with nothing written; no response at
@@ -506,7 +507,15 @@ func (fs *fuzzServer) checkDecode(t testing.TB, key, version int16, body []byte)
 	nc := newCaptureConn()
 	c := newClientConn(fs.s, nc)
 	done := make(chan error, 1)
-	go func() { done <- c.handle(frame) }()
+	go func() {
+		// A produce request's response is queued (pipeline.go); the
+		// serve loop writes it once complete.
+		err := c.handle(frame)
+		if err == nil {
+			err = c.answerPending()
+		}
+		done <- err
+	}()
 	var err error
 	busy := false
 	select {

@@ -6,6 +6,9 @@ package kafka
 //   - v0-v2 are advertised (older librdkafka decides whether to compress
 //     from them, as with Kafka 4) but refused: every partition gets
 //     UNSUPPORTED_VERSION, since they carry pre-v2 message sets.
+//   - Consecutive produce requests on a connection are pipelined
+//     (pipeline.go): each is proposed as soon as it is read, responses go
+//     out in request order.
 //   - acks must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS). acks=-1 and
 //     acks=1 both answer once the batch is committed by the partition's
 //     Raft group (on a majority of replicas' disks) and applied on the
@@ -35,7 +38,6 @@ package kafka
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -44,8 +46,24 @@ import (
 	"github.com/weir-broker/weir/broker"
 )
 
+// handleProduce answers a produce request on its own, waiting for every
+// partition's outcome; the connection's serve loop uses startProduce
+// instead, to pipeline.
 func (s *Server) handleProduce(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ProduceRequest)
+	resp, done := s.startProduce(c, req)
+	<-done
+	if req.Acks == 0 {
+		return nil, nil
+	}
+	return resp, nil
+}
+
+// startProduce checks the request and proposes each partition's batch to
+// its Raft group, in request order, and returns the response with a
+// channel closed once every partition has its outcome. Nothing of req is
+// used after it returns (the frame it was read from is reused).
+func (s *Server) startProduce(c *clientConn, req *kmsg.ProduceRequest) (*kmsg.ProduceResponse, <-chan struct{}) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	var reqErr error
 	switch {
@@ -58,6 +76,12 @@ func (s *Server) handleProduce(c *clientConn, kreq kmsg.Request) (kmsg.Response,
 	}
 	opts := broker.ProduceOptions{AllowZstd: req.Version >= 7}
 	auth := c.authorizer()
+	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+	if timeout <= 0 {
+		timeout = defaultProduceTimeout
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, timeout)
+	version := req.Version
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	var jobs []produceJob
 	for i := range req.Topics {
@@ -65,7 +89,7 @@ func (s *Server) handleProduce(c *clientConn, kreq kmsg.Request) (kmsg.Response,
 		st := &resp.Topics[i]
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		name, topicErr := rt.Topic, reqErr
-		if topicErr == nil && req.Version >= 13 {
+		if topicErr == nil && version >= 13 {
 			if t := s.broker.TopicByID(broker.TopicID(rt.TopicID)); t != nil {
 				name = t.Name
 			} else {
@@ -79,40 +103,46 @@ func (s *Server) handleProduce(c *clientConn, kreq kmsg.Request) (kmsg.Response,
 		for j := range rt.Partitions {
 			sp := &st.Partitions[j]
 			*sp = kmsg.NewProduceResponseTopicPartition()
-			sp.Partition = rt.Partitions[j].Partition
+			rp := &rt.Partitions[j]
+			sp.Partition = rp.Partition
 			if topicErr != nil {
-				s.produceFailed(c, req, name, sp, topicErr)
+				s.produceFailed(c, version, name, sp, topicErr)
 				continue
 			}
-			jobs = append(jobs, produceJob{name: name, req: &rt.Partitions[j], resp: sp})
+			pending, err := s.broker.StartProduce(ctx, name, rp.Partition, rp.Records, opts)
+			if err != nil {
+				s.produceFailed(c, version, name, sp, err)
+				continue
+			}
+			jobs = append(jobs, produceJob{name: name, resp: sp, pending: pending, bytes: len(rp.Records), records: batchRecords(rp.Records)})
 		}
 	}
-	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
-	if timeout <= 0 {
-		timeout = defaultProduceTimeout
+	done := make(chan struct{})
+	if len(jobs) == 0 {
+		s.finishProduce(c, version, resp)
+		cancel()
+		close(done)
+		return resp, done
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, timeout)
-	defer cancel()
-	if len(jobs) == 1 {
-		s.produceOne(ctx, c, req, jobs[0], opts)
-	} else {
-		var wg sync.WaitGroup
+	go func() {
+		defer close(done)
+		defer cancel()
+		// Every batch is proposed already: their commits proceed
+		// together, so waiting for them one by one costs nothing.
 		for _, j := range jobs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.produceOne(ctx, c, req, j, opts)
-			}()
+			s.awaitProduce(ctx, c, version, j)
 		}
-		wg.Wait()
-	}
-	if req.Version >= 10 {
+		s.finishProduce(c, version, resp)
+	}()
+	return resp, done
+}
+
+// finishProduce completes a response whose partitions all have their
+// outcome.
+func (s *Server) finishProduce(c *clientConn, version int16, resp *kmsg.ProduceResponse) {
+	if version >= 10 {
 		s.addLeaderEndpoints(c, resp)
 	}
-	if req.Acks == 0 {
-		return nil, nil
-	}
-	return resp, nil
 }
 
 // authorizeProduce checks one topic of a produce request: WRITE on it,
@@ -133,32 +163,35 @@ func (s *Server) authorizeProduce(auth *requestAuthorizer, topic string) error {
 // defaultProduceTimeout bounds a request that gives no timeout.
 const defaultProduceTimeout = 30 * time.Second
 
-// produceJob is one partition of a produce request.
+// produceJob is one partition of a produce request, proposed.
 type produceJob struct {
-	name string
-	req  *kmsg.ProduceRequestTopicPartition
-	resp *kmsg.ProduceResponseTopicPartition
+	name    string
+	resp    *kmsg.ProduceResponseTopicPartition
+	pending *broker.PendingAppend
+	// What the topic's metrics count, taken from the request's records
+	// before the frame holding them is reused.
+	bytes   int
+	records uint64
 }
 
-func (s *Server) produceOne(ctx context.Context, c *clientConn, req *kmsg.ProduceRequest, j produceJob, opts broker.ProduceOptions) {
-	res, err := s.broker.Produce(ctx, j.name, j.req.Partition, j.req.Records, opts)
+func (s *Server) awaitProduce(ctx context.Context, c *clientConn, version int16, j produceJob) {
+	res, err := j.pending.Wait(ctx)
 	if err != nil {
-		s.produceFailed(c, req, j.name, j.resp, err)
+		s.produceFailed(c, version, j.name, j.resp, err)
 		return
 	}
 	j.resp.BaseOffset, j.resp.LogAppendTime, j.resp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
-	// Looked up after the produce, which may have auto-created the topic.
 	if t := s.broker.Topic(j.name); t != nil {
-		s.metrics.topics.produced(t, len(j.req.Records), batchRecords(j.req.Records))
+		s.metrics.topics.produced(t, j.bytes, j.records)
 	}
 }
 
-func (s *Server) produceFailed(c *clientConn, req *kmsg.ProduceRequest, topic string, sp *kmsg.ProduceResponseTopicPartition, err error) {
+func (s *Server) produceFailed(c *clientConn, version int16, topic string, sp *kmsg.ProduceResponseTopicPartition, err error) {
 	sp.ErrorCode, sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = errorCode(err), -1, -1, -1
-	if req.Version >= 8 {
+	if version >= 8 {
 		sp.ErrorMessage = errorMessage(err)
 	}
-	if req.Version >= 10 && sp.ErrorCode == kerr.NotLeaderForPartition.Code {
+	if version >= 10 && sp.ErrorCode == kerr.NotLeaderForPartition.Code {
 		if t := s.broker.Topic(topic); t != nil {
 			if leader, epoch, ok := s.broker.LeaderHint(t, sp.Partition); ok {
 				sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = leader.NodeID, epoch

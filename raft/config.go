@@ -70,6 +70,11 @@ type Config struct {
 	SnapshotInterval  time.Duration
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
+	// BatchApply queues up to MaxAppendEntries proposals while the
+	// leader writes the previous ones (hashicorp/raft's BatchApplyCh),
+	// so that one writer proposing several commands in a row
+	// (Group.Propose) gets them written and fsynced together.
+	BatchApply bool
 	// MaxAppendEntries passes through to hashicorp/raft (default 64): the
 	// most entries stored (and sent to a follower) at once.
 	MaxAppendEntries int
@@ -136,6 +141,7 @@ func (c *Config) raftConfig() (*hraft.Config, error) {
 		rc.MaxAppendEntries = c.MaxAppendEntries
 	}
 	rc.NoSnapshotRestoreOnStart = c.NoSnapshotRestoreOnStart
+	rc.BatchApplyCh = c.BatchApply
 	if err := hraft.ValidateConfig(rc); err != nil {
 		return nil, fmt.Errorf("raft: group %s: %w", c.Group, err)
 	}

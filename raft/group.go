@@ -202,17 +202,46 @@ func (g *Group) HasExistingState() bool { return g.existing }
 // this node leads the group. ctx bounds the wait; a command whose ctx ends
 // after it was enqueued may still commit.
 func (g *Group) Apply(ctx context.Context, cmd []byte) (response any, index uint64, err error) {
-	timeout, err := ctxTimeout(ctx)
+	p, err := g.Propose(ctx, cmd)
 	if err != nil {
 		return nil, 0, err
 	}
-	start := time.Now()
-	f := g.raft.Apply(cmd, timeout)
-	if err := wait(ctx, f); err != nil {
-		return nil, 0, g.translate(err)
+	return p.Wait(ctx)
+}
+
+// Proposal is a command in the group's Raft log queue whose outcome is not
+// known yet (Group.Propose).
+type Proposal struct {
+	g     *Group
+	f     hraft.ApplyFuture
+	start time.Time
+}
+
+// Propose hands cmd to the group's log and returns without waiting for
+// its commit: Apply is Propose then Wait. Commands proposed one after the
+// other take their places in the log in that order, so a caller may
+// propose several before waiting for the first, and one write and fsync
+// of the log can cover them all (a group started with Config.BatchApply
+// queues up to MaxAppendEntries of them while the leader writes; without
+// it Propose returns once the leader took the command). ctx bounds the
+// wait for room in the queue and, through Wait, the commit.
+func (g *Group) Propose(ctx context.Context, cmd []byte) (*Proposal, error) {
+	timeout, err := ctxTimeout(ctx)
+	if err != nil {
+		return nil, err
 	}
-	g.mux.metrics.observeCommit(g.class, time.Since(start))
-	return f.Response(), f.Index(), nil
+	return &Proposal{g: g, f: g.raft.Apply(cmd, timeout), start: time.Now()}, nil
+}
+
+// Wait returns what the FSM's Apply returned on this node and the entry's
+// Raft index once the proposal is committed and applied, or why it was
+// not; ctx bounds the wait (the command may still commit after it ends).
+func (p *Proposal) Wait(ctx context.Context) (response any, index uint64, err error) {
+	if err := wait(ctx, p.f); err != nil {
+		return nil, 0, p.g.translate(err)
+	}
+	p.g.mux.metrics.observeCommit(p.g.class, time.Since(p.start))
+	return p.f.Response(), p.f.Index(), nil
 }
 
 // Barrier returns once every entry committed before it has been applied to
