@@ -16,6 +16,9 @@
 #                   20*2^20/RECORD_SIZE records/s; FIXED_MB_PER_SEC changes
 #                   the rate and the name), JAVA_FIXED_RECORDS records: latency
 #                   at the same load
+#   java-100rps     the same with acks=all at 100 records/s (one record per
+#                   10 ms, a lone producer's latency), JAVA_SLOW_RECORDS
+#                   records
 #   weirctl-10x100  PRODUCERS concurrent weirctl bench produce processes,
 #                   acks=all, one topic of PARTITIONS_MANY partitions,
 #                   GO_RECORDS records between them (the name follows
@@ -57,8 +60,9 @@
 #
 # Environment (all optional):
 #   SYSTEMS ("weir kafka": either or both)  SETUPS ("single cluster")
-#   WORKLOADS (all five, in the order above; a subset by name)
+#   WORKLOADS (all six, in the order above; a subset by name)
 #   RECORD_SIZE (1024)  JAVA_RECORDS (500000)  JAVA_FIXED_RECORDS (200000)
+#   JAVA_SLOW_RECORDS (3000)
 #   FIXED_MB_PER_SEC (20)  GO_RECORDS (2000000)  PRODUCERS (10)
 #   PARTITIONS_MANY (100)  WARMUP_KIB_PER_PARTITION (512; 0: no warm-up)
 #   READY_TIMEOUT (60 s, weir start and Metadata listing every broker;
@@ -89,6 +93,7 @@ setups=${SETUPS:-single cluster}
 record_size=${RECORD_SIZE:-1024}
 java_records=${JAVA_RECORDS:-500000}
 java_fixed_records=${JAVA_FIXED_RECORDS:-200000}
+java_slow_records=${JAVA_SLOW_RECORDS:-3000}
 fixed_mbps=${FIXED_MB_PER_SEC:-20}
 go_records=${GO_RECORDS:-2000000}
 producers=${PRODUCERS:-10}
@@ -101,7 +106,7 @@ java_heap=${JAVA_CLIENT_HEAP:--Xmx512M}
 out=${OUT_DIR:-${TMPDIR:-/tmp}/weir-bench-produce-$(date +%Y%m%d-%H%M%S)}
 many="weirctl-${producers}x${partitions_many}"
 fixed="java-${fixed_mbps}mbs"
-all_workloads="java-acks-all java-acks-1 $fixed $many weirctl-1x1"
+all_workloads="java-acks-all java-acks-1 $fixed java-100rps $many weirctl-1x1"
 workloads=${WORKLOADS:-$all_workloads}
 
 say() { echo "bench-produce: $*"; }
@@ -116,7 +121,7 @@ done
 for b in bin/weir bin/weirctl; do
 	[ -x "$b" ] || die "$b missing; run make build"
 done
-for v in record_size java_records java_fixed_records fixed_mbps go_records producers partitions_many ready_timeout create_timeout workload_timeout; do
+for v in record_size java_records java_fixed_records java_slow_records fixed_mbps go_records producers partitions_many ready_timeout create_timeout workload_timeout; do
 	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, got '${!v}'"
 done
 [[ "$warmup_kib" =~ ^[0-9]+$ ]] || die "WARMUP_KIB_PER_PARTITION must be a number, got '$warmup_kib'"
@@ -602,6 +607,11 @@ run_workload() {
 	"$fixed")
 		expected=$java_fixed_records
 		java_producer "$d" "$w" "$topic" "$java_fixed_records" all $((fixed_mbps * 1024 * 1024 / record_size)) || rc=$?
+		files=("$d/$w.out")
+		;;
+	java-100rps)
+		expected=$java_slow_records
+		java_producer "$d" "$w" "$topic" "$java_slow_records" all 100 || rc=$?
 		files=("$d/$w.out")
 		;;
 	"$many")

@@ -151,6 +151,11 @@ func (p *Partition) applyDeleteRecords(offset int64) applyResult {
 // checkpointed first, so a restart never has to truncate below the new
 // log start.
 func (p *Partition) enforceRetention() (int, error) {
+	// Most of the fsync first, without appendMu: the apply goroutine
+	// (every produce) would wait for it otherwise. The checkpoint below
+	// then only has what was applied meanwhile to sync, and reports any
+	// error this one hit.
+	_ = p.log.Sync()
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if err := p.failure(); err != nil {

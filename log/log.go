@@ -85,14 +85,22 @@ type Log struct {
 	fsys FS
 
 	// appendMu serializes every mutation: Append, AppendReplicated, roll,
-	// retention, DeleteRecordsBefore, TruncateTo, Reset, Sync and Close.
-	// It is held across file I/O.
+	// retention, DeleteRecordsBefore, TruncateTo, Reset and Close, and
+	// the start and end of a Sync. It is held across file I/O, except a
+	// Sync's fsync.
 	appendMu sync.Mutex
 	// unsynced says something changed since the last Sync (appends, a
 	// truncation, the state found at Open), by appendMu: an idle log's
 	// periodic Sync then costs no fsync and no checkpoint write, which
 	// matters with thousands of partitions on a broker.
 	unsynced bool
+	// writes counts appends and cuts counts truncations and resets, by
+	// appendMu: a Sync whose fsync ran while appends went on tells from
+	// them what it covered.
+	writes, cuts uint64
+	// syncMu makes Syncs one at a time, so recovery points only move
+	// forward.
+	syncMu sync.Mutex
 
 	// mu guards the fields below and every segment's published fields.
 	// It is held only for short in-memory work, never across I/O, so
@@ -303,6 +311,7 @@ func (l *Log) appendBatches(records []byte, hs []BatchHeader, stamp bool, opts A
 	seg.publish(&x, seg.size+int64(len(records)), off)
 	l.end = off
 	l.unsynced = true
+	l.writes++
 	l.size += int64(len(records))
 	start := l.logStart
 	l.mu.Unlock()
@@ -354,15 +363,49 @@ func (l *Log) roll(indexInterval int) (*segment, error) {
 	return s, nil
 }
 
-// Sync fsyncs the active segment and its indexes and then records the end
-// offset as the recovery point, so the next Open validates only newer data.
+// Sync makes everything appended before it was called durable: it fsyncs
+// the active segment and its indexes and then records the end offset it
+// found as the recovery point, so the next Open validates only newer data.
+// Appends go on during the fsync (a sealed segment was fsynced when it was
+// rolled, so the active one at the start holds everything unsynced); a
+// log truncated or reset meanwhile keeps the recovery point that wrote.
 func (l *Log) Sync() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
 	if _, err := l.writable(); err != nil {
+		l.appendMu.Unlock()
 		return err
 	}
-	return l.syncLocked()
+	if !l.unsynced {
+		l.appendMu.Unlock()
+		return nil
+	}
+	seg, end, writes, cuts := l.active(), l.end, l.writes, l.cuts
+	seg.acquire() // its files stay open even if it is deleted meanwhile
+	l.appendMu.Unlock()
+
+	err := seg.sync()
+	seg.release()
+
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err != nil {
+		return l.fail(fmt.Errorf("fsync: %w", err))
+	}
+	if _, err := l.writable(); err != nil {
+		return err // closed meanwhile: Close wrote a later recovery point
+	}
+	if l.cuts != cuts {
+		return nil
+	}
+	if err := writeCheckpoint(l.fsys, l.dir, recoveryPointFile, end); err != nil {
+		return fmt.Errorf("log: write recovery point: %w", err)
+	}
+	if l.writes == writes {
+		l.unsynced = false
+	}
+	return nil
 }
 
 func (l *Log) syncLocked() error {

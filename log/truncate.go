@@ -67,6 +67,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	l.segs = slices.Clip(l.segs[:k+1])
 	l.end = offset
 	l.unsynced = true
+	l.cuts++
 	l.size = 0
 	for _, x := range l.segs {
 		l.size += x.size
@@ -196,6 +197,7 @@ func (l *Log) Reset(startOffset int64) error {
 	l.segs = []*segment{seg}
 	l.logStart, l.end, l.size = startOffset, startOffset, 0
 	l.mu.Unlock()
+	l.cuts++
 	for _, s := range old {
 		s.deleted.Store(true)
 		s.release()
