@@ -256,16 +256,19 @@ func TestCrashRandomized(t *testing.T) {
 }
 
 // TestSyncFailureFailStop: a failed fsync fails every caller waiting on
-// it or queued behind it, and the store refuses all later writes.
+// it or queued behind it (including a batch written while it ran), and
+// the store refuses all later writes.
 func TestSyncFailureFailStop(t *testing.T) {
 	fsys := newFaultFS()
 	s := openT(t, testDir, fsys, 0)
 	gs := s.Group("g")
 	storeRange(t, gs, 1, 5, 1)
 
+	// The writer is held in its next write, so everything submitted
+	// meanwhile queues behind that batch.
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	fsys.setSyncHook(func(string) {
+	fsys.setWriteHook(func(string) {
 		once.Do(func() {
 			close(entered)
 			<-release
@@ -277,7 +280,7 @@ func TestSyncFailureFailStop(t *testing.T) {
 	select {
 	case <-entered:
 	case <-time.After(10 * time.Second):
-		t.Fatal("writer never reached Sync")
+		t.Fatal("writer never reached its write")
 	}
 	for i := range queued {
 		go func() { errs <- s.Group(fmt.Sprintf("q%d", i)).SetUint64([]byte("CurrentTerm"), 1) }()

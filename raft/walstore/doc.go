@@ -52,10 +52,13 @@
 // and blocks. The writer takes everything queued (up to 8 MiB), checks
 // each request against its group's log as the requests before it leave it
 // (StoreLogs must continue the log, DeleteRange must cut a head or a
-// tail), writes the batch with one write and one Sync, and only then
-// publishes the new locations under Store.mu and wakes the callers. While
-// that Sync runs, the next batch queues up behind it: batches are as big
-// as the disk is slow, with no timer.
+// tail), writes the batch with one write and hands its Sync to a second
+// goroutine (syncLoop); only once that Sync returns does it publish the
+// new locations under Store.mu and wake the callers. While that Sync runs,
+// the next batch queues up and is already written (never synced by it: a
+// batch is acknowledged only after a Sync that began once its write
+// returned), so under load a batch costs the longer of a write and a Sync,
+// not their sum. Batches are as big as the disk is slow, with no timer.
 //
 // # Durability
 //
@@ -71,9 +74,10 @@
 // fsync could prove them durable. Reads of what was acknowledged go on.
 // The store must be reopened; Open cuts whatever torn bytes were left.
 //
-// Because the writer syncs each batch before starting the next, and each
-// segment is complete and synced before the next one is created, only the
-// last segment can end in unsynced bytes. Open therefore truncates a torn
+// Because at most one batch is written ahead of the last Sync, and each
+// segment is complete and synced before the next one is created (a roll
+// waits for the Sync in flight), only the last segment can end in
+// unsynced bytes. Open therefore truncates a torn
 // or corrupt tail of the last segment (a record that is short, has an
 // implausible length or a bad CRC, and everything after it), and refuses
 // to open, naming the file and offset, when any earlier segment is

@@ -32,6 +32,7 @@ type faultFS struct {
 	failSyncs int // fail the next n file Syncs (transient: the store must still stop)
 	failWrite int // fail the next n WriteAt/Write calls
 	syncHook  func(name string)
+	writeHook func(name string)
 }
 
 type inode struct {
@@ -77,6 +78,14 @@ func (m *faultFS) failNextSyncs(n int) {
 func (m *faultFS) failNextWrites(n int) {
 	m.mu.Lock()
 	m.failWrite = n
+	m.mu.Unlock()
+}
+
+// setWriteHook runs fn (without the lock) at the start of every file
+// WriteAt.
+func (m *faultFS) setWriteHook(fn func(name string)) {
+	m.mu.Lock()
+	m.writeHook = fn
 	m.mu.Unlock()
 }
 
@@ -297,6 +306,12 @@ func (f *faultFile) ReadAt(b []byte, off int64) (int, error) {
 }
 
 func (f *faultFile) WriteAt(b []byte, off int64) (int, error) {
+	f.fs.mu.Lock()
+	hook := f.fs.writeHook
+	f.fs.mu.Unlock()
+	if hook != nil && !f.dir {
+		hook(f.name)
+	}
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
 	if f.dir || f.closed {

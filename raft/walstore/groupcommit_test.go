@@ -89,20 +89,27 @@ func TestNotVisibleBeforeFsync(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("writer never reached Sync")
 	}
-	// While this Sync is in flight the next batch forms behind it.
+	// While this Sync is in flight the next batch forms behind it, and
+	// is written (not synced) as soon as the writer takes it.
+	written := s.bytesWritten.Load()
 	go func() { done <- gs.SetUint64([]byte("CurrentTerm"), 4) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		s.qmu.Lock()
 		n := len(s.queue)
 		s.qmu.Unlock()
-		if n == 1 {
+		if n == 1 || s.bytesWritten.Load() > written {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("second request never queued")
 		}
 		time.Sleep(time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("a request returned (%v) while the fsync covering it was held", err)
+	default:
 	}
 	if last, _ := gs.LastIndex(); last != 1 {
 		t.Fatalf("LastIndex = %d before the fsync returned", last)
@@ -132,4 +139,108 @@ func TestNotVisibleBeforeFsync(t *testing.T) {
 	if got := s.Stats().Batches - batches; got != 2 {
 		t.Fatalf("%d batches for the held and the queued request, want 2", got)
 	}
+}
+
+// holdSyncs makes the faultFS hold each segment fsync until the test lets
+// it go: started receives one value per fsync that began, and each send
+// on proceed lets one finish.
+func holdSyncs(fsys *faultFS) (started <-chan struct{}, proceed chan<- struct{}) {
+	st, pr := make(chan struct{}, 8), make(chan struct{})
+	fsys.setSyncHook(func(string) {
+		st <- struct{}{}
+		<-pr
+	})
+	return st, pr
+}
+
+func waitSignal(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+func waitWritten(t *testing.T, s *Store, before uint64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.bytesWritten.Load() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("the second batch was never written")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// The writer writes a batch while the one before it is being fsynced, but
+// acknowledges it only after an fsync of its own: the first fsync, which
+// may have begun before the second batch was written, never counts for
+// it.
+func TestWriteOverlapsFsyncNeverItsOwn(t *testing.T) {
+	fsys := newFaultFS()
+	s := openT(t, testDir, fsys, 0)
+	defer mustClose(t, s)
+	a, b := s.Group("a"), s.Group("b")
+	started, proceed := holdSyncs(fsys)
+	first, second := make(chan error, 1), make(chan error, 1)
+	go func() { first <- a.StoreLogs(mkLogs("a", 1, 2, 1)) }()
+	waitSignal(t, started, "the first fsync")
+	before := s.bytesWritten.Load()
+	go func() { second <- b.StoreLogs(mkLogs("b", 1, 2, 1)) }()
+	waitWritten(t, s, before)
+
+	proceed <- struct{}{} // the first fsync ends
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	waitSignal(t, started, "the second batch's own fsync")
+	select {
+	case err := <-second:
+		t.Fatalf("the second batch was acknowledged (%v) before its own fsync", err)
+	default:
+	}
+	if last, _ := b.LastIndex(); last != 0 {
+		t.Fatalf("the second batch is visible (LastIndex %d) before its fsync", last)
+	}
+	proceed <- struct{}{}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := b.LastIndex(); last != 2 {
+		t.Fatalf("LastIndex %d after StoreLogs returned, want 2", last)
+	}
+	fsys.setSyncHook(nil)
+}
+
+// A failed fsync fails the batch written behind it too: the store is
+// fail-stop, and that batch's own fsync could no longer prove it durable.
+func TestFailedFsyncFailsTheBatchWrittenBehindIt(t *testing.T) {
+	fsys := newFaultFS()
+	s := openT(t, testDir, fsys, 0)
+	defer s.Close()
+	a, b := s.Group("a"), s.Group("b")
+	started, proceed := holdSyncs(fsys)
+	first, second := make(chan error, 1), make(chan error, 1)
+	go func() { first <- a.StoreLogs(mkLogs("a", 1, 2, 1)) }()
+	waitSignal(t, started, "the first fsync")
+	before := s.bytesWritten.Load()
+	go func() { second <- b.StoreLogs(mkLogs("b", 1, 2, 1)) }()
+	waitWritten(t, s, before)
+	fsys.failNextSyncs(1)
+	proceed <- struct{}{}
+	for name, ch := range map[string]chan error{"first": first, "second": second} {
+		select {
+		case err := <-ch:
+			if !errors.Is(err, ErrFailed) {
+				t.Fatalf("%s batch: %v, want ErrFailed", name, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s batch never answered", name)
+		}
+	}
+	if last, _ := b.LastIndex(); last != 0 {
+		t.Fatalf("the second batch is visible (LastIndex %d) after a failed fsync", last)
+	}
+	fsys.setSyncHook(nil)
 }

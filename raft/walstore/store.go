@@ -102,10 +102,19 @@ type Store struct {
 	reqs sync.Pool // *request
 
 	// Writer goroutine only.
-	wq       []*request
-	wbuf     []byte
-	batchSeq uint64
-	fixes    []relocation
+	wq, wqNext []*request // the batch in flight and the one being written
+	wbuf       []byte
+	batchSeq   uint64
+	fixes      []relocation
+	// wseg and wend are where the next write goes: the active segment's
+	// published size lags behind them while a batch waits for its fsync.
+	wseg *segment
+	wend int64
+	// inflight is the batch written and being fsynced by syncLoop, if
+	// any (writer.go).
+	inflight *written
+	syncReq  chan syncJob
+	syncDone chan error
 
 	fsyncs, batches, records, bytesWritten, relocated atomic.Uint64
 }
@@ -121,6 +130,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		groups:   make(map[string]*group),
 		wake:     make(chan struct{}, 1),
 		stopped:  make(chan struct{}),
+		syncReq:  make(chan syncJob),
+		syncDone: make(chan error, 1),
 	}
 	if s.fs == nil {
 		s.fs = log.OSFS{}
@@ -148,6 +159,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 		s.met = m
 	}
+	go s.syncLoop()
 	go s.run()
 	return s, nil
 }

@@ -78,18 +78,33 @@ func (s *Store) signal() {
 }
 
 // run is the writer goroutine: the only code that writes segments or
-// changes the index.
+// changes the index. It writes a batch while the one before it is being
+// fsynced (syncLoop), so a batch costs the longer of its write and the
+// previous fsync rather than their sum; a batch is still published and
+// acknowledged only once an fsync that began after its write returned.
 func (s *Store) run() {
 	defer close(s.stopped)
+	defer close(s.syncReq)
 	for {
 		batch, closing, failed := s.take()
 		if len(batch) > 0 {
 			if failed != nil {
+				s.settle()
 				s.finish(batch, failed)
+				clear(batch)
 			} else {
 				s.commit(batch)
 			}
-			clear(s.wq)
+			continue
+		}
+		if s.inflight != nil {
+			// Nothing to write yet: finish the batch in flight, unless
+			// new work comes first (it is written during the fsync).
+			select {
+			case <-s.wake:
+			case err := <-s.syncDone:
+				s.settleWith(err)
+			}
 			continue
 		}
 		if closing {
@@ -102,7 +117,8 @@ func (s *Store) run() {
 	}
 }
 
-// take moves up to one batch's worth of queued requests into s.wq.
+// take moves up to one batch's worth of queued requests into the batch
+// slice not in flight.
 func (s *Store) take() ([]*request, bool, error) {
 	limit := int(min(maxBatchBytes, s.segBytes/2))
 	s.qmu.Lock()
@@ -112,15 +128,51 @@ func (s *Store) take() ([]*request, bool, error) {
 		bytes += len(s.queue[n].buf)
 		n++
 	}
-	s.wq = append(s.wq[:0], s.queue[:n]...)
+	s.wqNext = append(s.wqNext[:0], s.queue[:n]...)
 	rest := copy(s.queue, s.queue[n:])
 	clear(s.queue[rest:])
 	s.queue = s.queue[:rest]
-	return s.wq, s.closing, s.failErr
+	return s.wqNext, s.closing, s.failErr
 }
 
-// commit validates, writes, syncs and publishes one batch, then wakes
-// its callers. Nothing is published or acknowledged before Sync returns.
+// written is a batch on disk, not yet known durable.
+type written struct {
+	batch          []*request
+	sg             *segment
+	base           int64
+	bytes, records int
+}
+
+// syncJob asks syncLoop to fsync a segment (and the directory, after a
+// roll).
+type syncJob struct {
+	sg     *segment
+	rolled bool
+}
+
+// syncLoop fsyncs for the writer, one job at a time, so that the writer
+// can write the next batch meanwhile.
+func (s *Store) syncLoop() {
+	for job := range s.syncReq {
+		start := time.Now()
+		err := job.sg.f.Sync()
+		s.fsyncs.Add(1)
+		if s.met != nil {
+			s.met.fsyncs.Inc()
+			s.met.syncSeconds.Observe(time.Since(start).Seconds())
+		}
+		if err != nil {
+			err = fmt.Errorf("walstore: syncing %s: %w", job.sg.path, err)
+		} else if job.rolled {
+			err = s.syncDir()
+		}
+		s.syncDone <- err
+	}
+}
+
+// commit validates and writes one batch, then, once the batch before it
+// is durable and acknowledged, has it fsynced; it returns with the batch
+// in flight. Nothing is published or acknowledged before its fsync.
 func (s *Store) commit(batch []*request) {
 	bytes, records := 0, 0
 	for _, r := range batch {
@@ -136,7 +188,10 @@ func (s *Store) commit(batch []*request) {
 		}
 	}
 	if bytes == 0 {
+		// Acknowledged in order, after what is in flight.
+		s.settle()
 		s.finish(batch, nil)
+		clear(batch)
 		return
 	}
 	s.wbuf = s.wbuf[:0]
@@ -145,16 +200,47 @@ func (s *Store) commit(batch []*request) {
 			s.wbuf = append(s.wbuf, r.buf...)
 		}
 	}
-	sg, base, err := s.write(s.wbuf)
+	sg, base, rolled, err := s.writeOnly(s.wbuf)
+	s.settle()
+	if err == nil {
+		err = s.failed()
+	}
 	if err != nil {
 		s.fail(err)
 		s.finish(batch, s.failed())
+		clear(batch)
+		return
+	}
+	// The batch slices swap roles: this one is in flight now.
+	s.wq, s.wqNext = batch, s.wq
+	s.inflight = &written{batch: batch, sg: sg, base: base, bytes: bytes, records: records}
+	s.syncReq <- syncJob{sg: sg, rolled: rolled}
+}
+
+// settle waits for the batch in flight to be fsynced, then publishes it
+// and wakes its callers (or fails the store and them).
+func (s *Store) settle() {
+	if s.inflight != nil {
+		s.settleWith(<-s.syncDone)
+	}
+}
+
+// settleWith is settle once the fsync of the batch in flight returned err.
+func (s *Store) settleWith(err error) {
+	w := s.inflight
+	s.inflight = nil
+	defer clear(w.batch)
+	if err != nil {
+		s.fail(err)
+		s.finish(w.batch, s.failed())
 		return
 	}
 	s.batchSeq++
 	groups := 0
 	s.mu.Lock()
-	for _, r := range batch {
+	w.sg.size += int64(w.bytes)
+	s.diskBytes += int64(w.bytes)
+	for _, r := range w.batch {
 		if r.err != nil || r.skip {
 			continue
 		}
@@ -162,9 +248,9 @@ func (s *Store) commit(batch []*request) {
 			r.g.mark = s.batchSeq
 			groups++
 		}
-		s.apply(r, sg, base+int64(r.off))
+		s.apply(r, w.sg, w.base+int64(r.off))
 	}
-	for _, r := range batch {
+	for _, r := range w.batch {
 		// A group left with nothing (dropped, fully deleted) leaves the
 		// map so that idle names cost nothing.
 		if g := r.g; g != nil && g.empty() && g.wlast == 0 && s.groups[r.name] == g {
@@ -173,12 +259,12 @@ func (s *Store) commit(batch []*request) {
 	}
 	s.mu.Unlock()
 	s.batches.Add(1)
-	s.records.Add(uint64(records))
+	s.records.Add(uint64(w.records))
 	if s.met != nil {
-		s.met.batchRecords.Observe(float64(records))
+		s.met.batchRecords.Observe(float64(w.records))
 		s.met.batchGroups.Observe(float64(groups))
 	}
-	s.finish(batch, nil)
+	s.finish(w.batch, nil)
 }
 
 // finish wakes every caller in batch. A request is the caller's again
@@ -238,15 +324,45 @@ func (s *Store) validate(r *request) error {
 }
 
 // write appends buf to the active segment, rolling first if it would
-// overflow, and fsyncs. A new segment's directory entry is fsynced too
-// before anything in it is acknowledged.
+// overflow, and fsyncs (the writer's own writes, when nothing is in
+// flight). A new segment's directory entry is fsynced too before anything
+// in it is acknowledged.
 func (s *Store) write(buf []byte) (*segment, int64, error) {
-	sg := s.activeSegment()
-	rolled := false
-	if sg.size > segHeaderLen && sg.size+int64(len(buf)) > s.segBytes {
+	sg, base, rolled, err := s.writeOnly(buf)
+	if err != nil {
+		return nil, 0, err
+	}
+	s.syncReq <- syncJob{sg: sg, rolled: rolled}
+	if err := <-s.syncDone; err != nil {
+		return nil, 0, err
+	}
+	s.mu.Lock()
+	sg.size += int64(len(buf))
+	s.diskBytes += int64(len(buf))
+	s.mu.Unlock()
+	return sg, base, nil
+}
+
+// writeOnly appends buf at the write position, rolling to a new segment
+// first if it would overflow; nothing is fsynced or published.
+func (s *Store) writeOnly(buf []byte) (sg *segment, base int64, rolled bool, err error) {
+	sg = s.activeSegment()
+	if sg != s.wseg {
+		s.wseg, s.wend = sg, sg.size
+	}
+	if s.wend > segHeaderLen && s.wend+int64(len(buf)) > s.segBytes {
+		// The segment being left must be durable before the next one
+		// exists: a crash could otherwise keep the new file's directory
+		// entry and a torn tail in the old one, which recovery takes for
+		// lost acknowledged data. Rolls are rare; this one gives up the
+		// overlap with the fsync in flight.
+		s.settle()
+		if err := s.failed(); err != nil {
+			return nil, 0, false, err
+		}
 		nsg, err := s.createSegment(sg.seq + 1)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, false, err
 		}
 		s.mu.Lock()
 		s.segs = append(s.segs, nsg)
@@ -254,32 +370,15 @@ func (s *Store) write(buf []byte) (*segment, int64, error) {
 		s.mu.Unlock()
 		s.wrote(nsg.size)
 		sg, rolled = nsg, true
+		s.wseg, s.wend = nsg, nsg.size
 	}
-	base := sg.size
+	base = s.wend
 	if _, err := sg.f.WriteAt(buf, base); err != nil {
-		return nil, 0, fmt.Errorf("walstore: writing %s at %d: %w", sg.path, base, err)
+		return nil, 0, false, fmt.Errorf("walstore: writing %s at %d: %w", sg.path, base, err)
 	}
+	s.wend += int64(len(buf))
 	s.wrote(int64(len(buf)))
-	start := time.Now()
-	err := sg.f.Sync()
-	s.fsyncs.Add(1)
-	if s.met != nil {
-		s.met.fsyncs.Inc()
-		s.met.syncSeconds.Observe(time.Since(start).Seconds())
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("walstore: syncing %s: %w", sg.path, err)
-	}
-	if rolled {
-		if err := s.syncDir(); err != nil {
-			return nil, 0, err
-		}
-	}
-	s.mu.Lock()
-	sg.size += int64(len(buf))
-	s.diskBytes += int64(len(buf))
-	s.mu.Unlock()
-	return sg, base, nil
+	return sg, base, rolled, nil
 }
 
 func (s *Store) wrote(n int64) {
