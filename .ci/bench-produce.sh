@@ -61,8 +61,11 @@
 # Environment (all optional):
 #   SYSTEMS ("weir kafka": either or both)  SETUPS ("single cluster")
 #   WORKLOADS (all six, in the order above; a subset by name)
-#   RECORD_SIZE (1024)  JAVA_RECORDS (500000)  JAVA_FIXED_RECORDS (200000)
-#   JAVA_SLOW_RECORDS (3000)
+#   RECORD_SIZE (1024)  JAVA_RECORDS (500000)  JAVA_FIXED_RECORDS (1000000)
+#   JAVA_SLOW_RECORDS (6000): the fixed-rate runs last about a minute each,
+#     so that the Java client's own start (its first records wait ~0.2 s
+#     for class loading and JIT, whatever the broker) stays below 1% of
+#     the records and p99 is the broker's steady state
 #   FIXED_MB_PER_SEC (20)  GO_RECORDS (2000000)  PRODUCERS (10)
 #   PARTITIONS_MANY (100)  WARMUP_KIB_PER_PARTITION (512; 0: no warm-up)
 #   READY_TIMEOUT (60 s, weir start and Metadata listing every broker;
@@ -92,8 +95,8 @@ systems=${SYSTEMS:-weir kafka}
 setups=${SETUPS:-single cluster}
 record_size=${RECORD_SIZE:-1024}
 java_records=${JAVA_RECORDS:-500000}
-java_fixed_records=${JAVA_FIXED_RECORDS:-200000}
-java_slow_records=${JAVA_SLOW_RECORDS:-3000}
+java_fixed_records=${JAVA_FIXED_RECORDS:-1000000}
+java_slow_records=${JAVA_SLOW_RECORDS:-6000}
 fixed_mbps=${FIXED_MB_PER_SEC:-20}
 go_records=${GO_RECORDS:-2000000}
 producers=${PRODUCERS:-10}

@@ -42,6 +42,24 @@ func (f *stallFile) Sync() error {
 	return f.File.Sync()
 }
 
+// openStalled opens a log on a stallFS; the test's cleanup lets any held
+// fsync go and closes it.
+func openStalled(t *testing.T) (string, *Log, *stallFS) {
+	t.Helper()
+	dir := t.TempDir()
+	sfs := newStallFS()
+	l := mustOpen(t, dir, testConfig(sfs))
+	t.Cleanup(func() {
+		select {
+		case <-sfs.release:
+		default:
+			close(sfs.release)
+		}
+		l.Close()
+	})
+	return dir, l, sfs
+}
+
 // syncInBackground starts l.Sync and waits until it is in its fsync.
 func syncInBackground(t *testing.T, l *Log, sfs *stallFS) <-chan error {
 	t.Helper()
@@ -61,17 +79,7 @@ func syncInBackground(t *testing.T, l *Log, sfs *stallFS) <-chan error {
 // end the log had when it started: the appends made during the fsync stay
 // unsynced until the next Sync.
 func TestSyncDoesNotBlockAppends(t *testing.T) {
-	dir := t.TempDir()
-	sfs := newStallFS()
-	l := mustOpen(t, dir, testConfig(sfs))
-	defer func() {
-		select {
-		case <-sfs.release:
-		default:
-			close(sfs.release)
-		}
-		l.Close()
-	}()
+	dir, l, sfs := openStalled(t)
 	mustAppend(t, l, simpleBatch(t, 3, 1, 10))
 	done := syncInBackground(t, l, sfs)
 
@@ -106,17 +114,7 @@ func TestSyncDoesNotBlockAppends(t *testing.T) {
 // A truncation during a Sync's fsync keeps the recovery point the
 // truncation wrote: the end the Sync saw is gone.
 func TestSyncAfterConcurrentTruncation(t *testing.T) {
-	dir := t.TempDir()
-	sfs := newStallFS()
-	l := mustOpen(t, dir, testConfig(sfs))
-	defer func() {
-		select {
-		case <-sfs.release:
-		default:
-			close(sfs.release)
-		}
-		l.Close()
-	}()
+	dir, l, sfs := openStalled(t)
 	mustAppend(t, l, simpleBatch(t, 3, 1, 10))
 	mustAppend(t, l, simpleBatch(t, 3, 2, 10))
 	done := syncInBackground(t, l, sfs)

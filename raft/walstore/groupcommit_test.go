@@ -173,6 +173,22 @@ func waitWritten(t *testing.T, s *Store, before uint64) {
 	}
 }
 
+// writeBehindHeldSync stores a batch of group "a" and holds its fsync,
+// then stores one of group "b" and waits until the writer wrote it behind
+// the held fsync. Each send on proceed lets one fsync finish; first and
+// second answer the two StoreLogs calls.
+func writeBehindHeldSync(t *testing.T, s *Store, fsys *faultFS) (started <-chan struct{}, proceed chan<- struct{}, first, second <-chan error) {
+	t.Helper()
+	started, proceed = holdSyncs(fsys)
+	f, sec := make(chan error, 1), make(chan error, 1)
+	go func() { f <- s.Group("a").StoreLogs(mkLogs("a", 1, 2, 1)) }()
+	waitSignal(t, started, "the first fsync")
+	before := s.bytesWritten.Load()
+	go func() { sec <- s.Group("b").StoreLogs(mkLogs("b", 1, 2, 1)) }()
+	waitWritten(t, s, before)
+	return started, proceed, f, sec
+}
+
 // The writer writes a batch while the one before it is being fsynced, but
 // acknowledges it only after an fsync of its own: the first fsync, which
 // may have begun before the second batch was written, never counts for
@@ -181,14 +197,8 @@ func TestWriteOverlapsFsyncNeverItsOwn(t *testing.T) {
 	fsys := newFaultFS()
 	s := openT(t, testDir, fsys, 0)
 	defer mustClose(t, s)
-	a, b := s.Group("a"), s.Group("b")
-	started, proceed := holdSyncs(fsys)
-	first, second := make(chan error, 1), make(chan error, 1)
-	go func() { first <- a.StoreLogs(mkLogs("a", 1, 2, 1)) }()
-	waitSignal(t, started, "the first fsync")
-	before := s.bytesWritten.Load()
-	go func() { second <- b.StoreLogs(mkLogs("b", 1, 2, 1)) }()
-	waitWritten(t, s, before)
+	b := s.Group("b")
+	started, proceed, first, second := writeBehindHeldSync(t, s, fsys)
 
 	proceed <- struct{}{} // the first fsync ends
 	if err := <-first; err != nil {
@@ -219,17 +229,11 @@ func TestFailedFsyncFailsTheBatchWrittenBehindIt(t *testing.T) {
 	fsys := newFaultFS()
 	s := openT(t, testDir, fsys, 0)
 	defer s.Close()
-	a, b := s.Group("a"), s.Group("b")
-	started, proceed := holdSyncs(fsys)
-	first, second := make(chan error, 1), make(chan error, 1)
-	go func() { first <- a.StoreLogs(mkLogs("a", 1, 2, 1)) }()
-	waitSignal(t, started, "the first fsync")
-	before := s.bytesWritten.Load()
-	go func() { second <- b.StoreLogs(mkLogs("b", 1, 2, 1)) }()
-	waitWritten(t, s, before)
+	b := s.Group("b")
+	_, proceed, first, second := writeBehindHeldSync(t, s, fsys)
 	fsys.failNextSyncs(1)
 	proceed <- struct{}{}
-	for name, ch := range map[string]chan error{"first": first, "second": second} {
+	for name, ch := range map[string]<-chan error{"first": first, "second": second} {
 		select {
 		case err := <-ch:
 			if !errors.Is(err, ErrFailed) {
