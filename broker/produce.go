@@ -42,31 +42,31 @@ type PendingAppend struct {
 // previous one waits (pipelining) and the idempotence checks, made when
 // each batch is applied, see them in request order. records is copied
 // before StartProduce returns.
-func (b *Broker) StartProduce(ctx context.Context, topic string, partition int32, records []byte, opts ProduceOptions) (*PendingAppend, error) {
+func (b *Broker) StartProduce(ctx context.Context, topic string, partition int32, records []byte, opts ProduceOptions) (PendingAppend, error) {
 	t := b.Topic(topic)
 	if t == nil {
 		var err error
 		if t, err = b.autoCreate(topic); err != nil {
-			return nil, err
+			return PendingAppend{}, err
 		}
 	}
 	if t.Internal() {
-		return nil, fmt.Errorf("%w: clients cannot write to the internal topic %s", kerr.InvalidTopicException, topic)
+		return PendingAppend{}, fmt.Errorf("%w: clients cannot write to the internal topic %s", kerr.InvalidTopicException, topic)
 	}
 	p, err := t.LeaderPartition(partition, -1)
 	if err != nil {
-		return nil, err
+		return PendingAppend{}, err
 	}
 	settings := b.produceSettings(t)
 	headers, err := log.ValidateBatches(records)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", kerr.CorruptMessage, err)
+		return PendingAppend{}, fmt.Errorf("%w: %v", kerr.CorruptMessage, err)
 	}
 	if err := checkProducedBatches(headers, settings.maxMessageBytes, opts); err != nil {
-		return nil, err
+		return PendingAppend{}, err
 	}
 	if seg := settings.segmentBytes; int64(len(records)) > seg {
-		return nil, fmt.Errorf("%w: %d bytes is above segment.bytes %d", kerr.RecordListTooLarge, len(records), seg)
+		return PendingAppend{}, fmt.Errorf("%w: %d bytes is above segment.bytes %d", kerr.RecordListTooLarge, len(records), seg)
 	}
 	var logAppendTime int64
 	if settings.logAppendTime {
@@ -74,14 +74,14 @@ func (b *Broker) StartProduce(ctx context.Context, topic string, partition int32
 	}
 	entry, err := p.propose(ctx, encodeAppend(logAppendTime, records))
 	if err != nil {
-		return nil, err
+		return PendingAppend{}, err
 	}
-	return &PendingAppend{entry: entry}, nil
+	return PendingAppend{entry: entry}, nil
 }
 
 // Wait returns the batch's offsets once it is committed and applied on
 // this broker, or why it was not; ctx bounds the wait.
-func (pa *PendingAppend) Wait(ctx context.Context) (AppendResult, error) {
+func (pa PendingAppend) Wait(ctx context.Context) (AppendResult, error) {
 	res, err := pa.entry.wait(ctx)
 	return res.append, err
 }

@@ -422,7 +422,7 @@ func (p *Partition) replicate(ctx context.Context, entry []byte) (applyResult, e
 // proposedEntry is an entry in the partition group's log queue.
 type proposedEntry struct {
 	p    *Partition
-	prop *raft.Proposal
+	prop raft.Proposal
 }
 
 // propose hands an entry to the partition's group without waiting for

@@ -167,7 +167,7 @@ const defaultProduceTimeout = 30 * time.Second
 type produceJob struct {
 	name    string
 	resp    *kmsg.ProduceResponseTopicPartition
-	pending *broker.PendingAppend
+	pending broker.PendingAppend
 	// What the topic's metrics count, taken from the request's records
 	// before the frame holding them is reused.
 	bytes   int

@@ -225,18 +225,18 @@ type Proposal struct {
 // queues up to MaxAppendEntries of them while the leader writes; without
 // it Propose returns once the leader took the command). ctx bounds the
 // wait for room in the queue and, through Wait, the commit.
-func (g *Group) Propose(ctx context.Context, cmd []byte) (*Proposal, error) {
+func (g *Group) Propose(ctx context.Context, cmd []byte) (Proposal, error) {
 	timeout, err := ctxTimeout(ctx)
 	if err != nil {
-		return nil, err
+		return Proposal{}, err
 	}
-	return &Proposal{g: g, f: g.raft.Apply(cmd, timeout), start: time.Now()}, nil
+	return Proposal{g: g, f: g.raft.Apply(cmd, timeout), start: time.Now()}, nil
 }
 
 // Wait returns what the FSM's Apply returned on this node and the entry's
 // Raft index once the proposal is committed and applied, or why it was
 // not; ctx bounds the wait (the command may still commit after it ends).
-func (p *Proposal) Wait(ctx context.Context) (response any, index uint64, err error) {
+func (p Proposal) Wait(ctx context.Context) (response any, index uint64, err error) {
 	if err := wait(ctx, p.f); err != nil {
 		return nil, 0, p.g.translate(err)
 	}
