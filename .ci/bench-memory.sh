@@ -14,8 +14,9 @@
 #   .ci/bench-memory.sh [consumers] [backlog-bytes]     (default 200 2147483648)
 #
 # Environment (optional): BENCH_MEMORY_BUDGET (268435456 bytes),
-# BENCH_MEMORY_LIMIT (memory_limit_bytes of the budget-on run: the budget
-# plus 768 MiB),
+# BENCH_MEMORY_LIMIT (memory_limit_bytes of the budget-on run; default
+# unset: the broker's default, a soft limit that follows its memory; the
+# budget-off run has none, memory_limit_bytes=-1),
 # BENCH_MEMORY_ARGS (more weirctl bench memory flags, e.g. "--stalled 4
 # --max-duration 30m"). Progress goes to stderr; the exit status is non-zero
 # when either run failed.
@@ -25,11 +26,10 @@ cd "$(dirname "$0")/.."
 consumers=${1:-200}
 backlog=${2:-2147483648}
 budget=${BENCH_MEMORY_BUDGET:-268435456}
-# With the budget on, the Go runtime's soft memory limit is set too (what
-# makes the budget a bound on the process rather than on live data): the
-# budget plus a fixed allowance for everything else (request pool in use,
-# partitions, Raft, the runtime).
-limit=${BENCH_MEMORY_LIMIT:-$((budget + 768 * 1024 * 1024))}
+# With the budget on, the broker's default soft memory limit (which makes
+# the budget a bound on the process rather than on live data) or
+# BENCH_MEMORY_LIMIT.
+limit=${BENCH_MEMORY_LIMIT:-0}
 read -r -a extra <<<"${BENCH_MEMORY_ARGS:-}"
 topic=bench-memory
 
@@ -130,8 +130,8 @@ echo "== $consumers consumers, backlog $backlog bytes, topic $topic"
 bench "budget-on"
 stop_broker
 
-echo "== budget off: fetch_memory_budget_bytes=-1, no memory_limit_bytes, same data"
-restart_broker --set "fetch_memory_budget_bytes=-1"
+echo "== budget off: fetch_memory_budget_bytes=-1, memory_limit_bytes=-1 (none), same data"
+restart_broker --set "fetch_memory_budget_bytes=-1" --set "memory_limit_bytes=-1"
 bench "budget-off"
 stop_broker
 

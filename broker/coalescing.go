@@ -20,12 +20,9 @@ const coalescingProperty = "kafka_fetch_read_coalescing_enabled"
 // indexes, off frees them at once; reads in flight finish either way.
 func (b *Broker) openCoalescer() error {
 	// A shared result's bytes were charged to the fetch budget once, by
-	// the read; they go back, and its buffer is recycled, when its last
-	// reader releases it.
-	opts := coalescer.Options{Shards: b.node.FetchCoalescerShards, Free: func(data []byte) {
-		b.fetchMemory.Release(int64(cap(data)))
-		b.readBuffers.Put(data)
-	}}
+	// the read; its buffer is recycled, or its bytes go back, when its
+	// last reader releases it.
+	opts := coalescer.Options{Shards: b.node.FetchCoalescerShards, Free: b.readBuffers.Recycle}
 	if !b.props.Bool("disable_metrics") {
 		opts.Registerer = b.registerer
 	}

@@ -75,8 +75,7 @@ func (r *FetchResult) Release() {
 		r.shared.Release()
 		r.shared = nil
 	} else if r.owner != nil {
-		r.owner.fetchMemory.Release(int64(cap(r.Records)))
-		r.owner.readBuffers.Put(r.Records)
+		r.owner.readBuffers.Recycle(r.Records)
 		r.owner = nil
 	}
 	r.Records = nil

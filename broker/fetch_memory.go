@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/weir-broker/weir/broker/memory"
 	"github.com/weir-broker/weir/log"
 )
@@ -15,9 +17,18 @@ const fetchMemoryWait = 100 * time.Millisecond
 
 // openFetchMemory creates the fetch response budget and exports it.
 func (b *Broker) openFetchMemory() {
-	b.fetchMemory = memory.NewPool(b.node.FetchMemoryBudget())
+	budget := b.node.FetchMemoryBudget()
+	b.fetchMemory = memory.NewPool(budget)
+	b.readBuffers.Budget = b.fetchMemory
+	b.readBuffers.MaxHeld = readBuffersHeld(budget)
 	if b.registerer == nil || b.props.Bool("disable_metrics") {
 		return
+	}
+	if err := b.registerer.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "weir_fetch_read_buffers_held_bytes",
+		Help: "Read buffers kept for reuse by later fetches (counted in weir_fetch_memory_in_use_bytes).",
+	}, func() float64 { return float64(b.readBuffers.Stats().Held) })); err != nil {
+		b.logger.Warn("registering fetch memory metrics", "err", err)
 	}
 	err := b.registerer.Register(memory.NewCollector(b.fetchMemory, memory.MetricNames{
 		What: "fetch responses read and not yet written (fetch_memory_budget_bytes)",
@@ -29,6 +40,16 @@ func (b *Broker) openFetchMemory() {
 	if err != nil {
 		b.logger.Warn("registering fetch memory metrics", "err", err)
 	}
+}
+
+// readBuffersHeld is how many bytes of read buffers are kept for reuse: a
+// quarter of the fetch budget (they count against it, and readers trim
+// them when it runs short), 64 MiB when the budget is unbounded.
+func readBuffersHeld(budget int64) int64 {
+	if budget <= 0 {
+		return 64 << 20
+	}
+	return budget / 4
 }
 
 // FetchMemoryStats reports the fetch response budget's state.
@@ -46,6 +67,11 @@ func (b *Broker) FetchMemoryStats() memory.Stats { return b.fetchMemory.Stats() 
 func (b *Broker) readBudgeted(ctx context.Context, p *Partition, offset int64, limit int, mode log.ReadMode, upTo int64) ([]byte, error) {
 	pool := b.fetchMemory
 	granted := pool.TryAcquireUpTo(int64(limit))
+	if short := int64(limit) - granted; short > 0 && b.readBuffers.Lend(short) > 0 {
+		// Buffers kept for reuse count against the budget: their bytes
+		// go to this read, and most likely the buffers with them.
+		granted += pool.TryAcquireUpTo(short)
+	}
 	if granted < int64(limit) {
 		switch {
 		case mode == log.Strict && granted == 0:

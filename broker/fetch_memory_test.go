@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/weir-broker/weir/log"
 	"github.com/weir-broker/weir/log/logtest"
 )
 
@@ -26,7 +28,8 @@ func openBudgetBroker(t *testing.T, budget int64) *Broker {
 
 // TestFetchBudgetChargedOncePerCoalescedRead: N fetches holding the same
 // coalesced read hold its bytes in the budget once; without coalescing
-// each holds its own. Every byte comes back on release.
+// each holds its own. Every byte comes back on release, or stays charged
+// for a buffer kept for reuse.
 func TestFetchBudgetChargedOncePerCoalescedRead(t *testing.T) {
 	for _, coalesce := range []bool{true, false} {
 		t.Run(fmt.Sprintf("coalescing=%v", coalesce), func(t *testing.T) {
@@ -65,8 +68,15 @@ func TestFetchBudgetChargedOncePerCoalescedRead(t *testing.T) {
 			for _, out := range outs {
 				out[0].Release()
 			}
+			// What is still charged is what was kept for reuse, and it
+			// goes back when a reader needs the budget.
+			held := b.readBuffers.Stats().Held
+			if used := b.FetchMemoryStats().Used; used != held || held > b.readBuffers.MaxHeld {
+				t.Fatalf("%d bytes still charged after every release, %d held for reuse (at most %d)", used, held, b.readBuffers.MaxHeld)
+			}
+			b.readBuffers.Lend(math.MaxInt64)
 			if used := b.FetchMemoryStats().Used; used != 0 {
-				t.Fatalf("%d bytes still charged after every release", used)
+				t.Fatalf("%d bytes still charged with no buffer held", used)
 			}
 		})
 	}
@@ -131,4 +141,42 @@ func TestFetchBudgetShort(t *testing.T) {
 	if used := b.FetchMemoryStats().Used; used != 0 {
 		t.Fatalf("%d bytes still charged", used)
 	}
+}
+
+// TestReadTakesBuffersKeptForReuse: buffers kept for reuse count against
+// the fetch budget, so a read that finds the budget short takes their
+// bytes, and the buffer itself, rather than going without.
+func TestReadTakesBuffersKeptForReuse(t *testing.T) {
+	const budget = 1 << 20
+	b := openBudgetBroker(t, budget)
+	tp := mustCreate(t, b, "trim", 1, nil)
+	produceBatch(t, b, "trim", 0, logtest.Batch{Records: 4, ValueSize: 10 << 10})
+	p, err := tp.LeaderPartition(0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := b.readBuffers.Get(64 << 10) // as a released response's buffer
+	keptAt := &kept[:1][0]
+	b.fetchMemory.Charge(int64(cap(kept)))
+	b.readBuffers.Recycle(kept)
+	if held := b.readBuffers.Stats().Held; held != 64<<10 {
+		t.Fatalf("held %d, want the recycled buffer", held)
+	}
+	others := b.fetchMemory.TryAcquireUpTo(budget) // every other byte in use
+	defer b.fetchMemory.Release(others)
+
+	data, err := b.readBudgeted(context.Background(), p, 0, 64<<10, log.Strict, p.HighWatermark())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) == 0 {
+		t.Fatal("a strict read got nothing while the budget's only free bytes were buffers kept for reuse")
+	}
+	if held := b.readBuffers.Stats().Held; held != 0 {
+		t.Fatalf("%d bytes still kept for reuse", held)
+	}
+	if &data[:1][0] != keptAt {
+		t.Fatal("the read allocated a new buffer instead of taking the one kept for reuse")
+	}
+	b.readBuffers.Recycle(data)
 }

@@ -9,9 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// ReadFunc performs one read; it runs on a shard worker goroutine (on the
-// caller's goroutine while coalescing is disabled). ctx is the context of
-// the fetch that started the read. watermark is the partition's high
+// ReadFunc performs one read; it runs on the goroutine of the fetch that
+// started it, with that fetch's context. watermark is the partition's high
 // watermark (last stable offset for read_committed) the read was bounded
 // by. The coalescer owns the returned data from then on: it goes to the
 // callers, or to Options.Free if none takes it.
@@ -32,8 +31,8 @@ type Coalescer struct {
 	stateMu sync.Mutex
 }
 
-// New starts a coalescer's shard workers and registers its metrics on
-// opts.Registerer, if set.
+// New creates a coalescer and registers its metrics on opts.Registerer, if
+// set. It starts no goroutines: every read runs on a fetch's own.
 func New(opts Options) (*Coalescer, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -47,7 +46,6 @@ func New(opts Options) (*Coalescer, error) {
 	c.collector = newCollector(c.shards)
 	if c.registerer != nil {
 		if err := c.registerer.Register(c.collector); err != nil {
-			c.stopWorkers()
 			return nil, fmt.Errorf("coalescer: registering metrics: %w", err)
 		}
 	}
@@ -123,27 +121,20 @@ func (c *Coalescer) Stats() []ShardStats {
 	return stats
 }
 
-// Close stops the workers once the jobs already queued have run, drops the
-// indexes and unregisters the metrics. Read after Close returns ErrClosed.
-// Close is idempotent.
+// Close drops the indexes and unregisters the metrics; reads in flight
+// still complete and deliver to their waiters. Read after Close returns
+// ErrClosed. Close is idempotent.
 func (c *Coalescer) Close() {
 	c.stateMu.Lock()
 	defer c.stateMu.Unlock()
 	if c.closed.Swap(true) {
 		return
 	}
-	c.stopWorkers()
 	c.enabled.Store(false)
 	for _, s := range c.shards {
 		s.disable()
 	}
 	if c.registerer != nil {
 		c.registerer.Unregister(c.collector)
-	}
-}
-
-func (c *Coalescer) stopWorkers() {
-	for _, s := range c.shards {
-		s.pool.close()
 	}
 }

@@ -7,10 +7,17 @@
 //
 // A partition (topic id and partition index) hashes to one shard, so every
 // read of a partition, whatever its offset or limits, meets the other reads
-// of that partition in one place. A shard owns a mutex, a cache index and a
-// bounded pool of worker goroutines fed by a bounded job queue: a burst of
-// misses queues (and its submitters wait, honouring their contexts) instead
-// of spawning goroutines without limit.
+// of that partition in one place. A shard owns a mutex and a cache index.
+//
+// # Who reads
+//
+// The fetch that misses reads, on its own goroutine, exactly as it would
+// with coalescing off; fetches that arrive while it reads wait for it.
+// With the log in the page cache a read is a cheap pread, so a miss must
+// not cost more than that read: it pays an index lookup, no hand-off to a
+// worker and back. Reads are as concurrent as the fetches that make them,
+// which the connections' in-flight limit and the fetch memory budget
+// bound, with coalescing on or off.
 //
 // # Index
 //
@@ -56,17 +63,16 @@
 // context ends, the read's failure is that fetch's business alone: when the
 // error is (or wraps) context.Canceled or context.DeadlineExceeded and the
 // initiating context is done, waiters whose own context is still alive
-// retry, and the first of them starts a new read. A queued job whose
-// initiator's context has already ended is skipped without reading, with
-// the same effect. Any other error goes to every waiter, as the same value.
-// A waiter whose own context ends returns its context's error at once and
-// leaves the others undisturbed.
+// retry, and the first of them starts a new read. An initiator whose
+// context has already ended when it is about to read does not read, with
+// the same effect. Any other error goes to every waiter, as the same
+// value. A waiter whose own context ends returns its context's error at
+// once and leaves the others undisturbed.
 //
 // # Switching on and off
 //
 // SetEnabled(false) drops every index at once; reads in flight still
 // complete and deliver to their waiters, and later reads call their
-// ReadFunc directly on the caller's goroutine (no pool, no index, no
-// counters), wrapped in a Result with one reference so callers handle both
+// ReadFunc directly (no index, no counters), wrapped in a Result with one reference so callers handle both
 // modes alike. No read fails because of a switch.
 package coalescer

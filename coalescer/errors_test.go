@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -134,77 +135,42 @@ func TestContextErrorOfLiveInitiatorGoesToEveryWaiter(t *testing.T) {
 	}
 }
 
-func TestQueuedJobOfGoneInitiatorIsSkipped(t *testing.T) {
-	c := newEnabled(t, Options{Shards: 1, WorkersPerShard: 1})
-	blocker := &reader{payload: "a", hold: make(chan struct{})}
-	keyA, keyB := baseKey(), baseKey()
-	keyB.Offset++
-
-	a := readAsync(c, context.Background(), keyA, 0, blocker.read)
-	waitUntil(t, "the worker is busy", func() bool { return blocker.calls.Load() == 1 })
-
-	initiatorRead := &reader{payload: "initiator"}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	initiator := readAsync(c, ctx, keyB, 0, initiatorRead.read)
-	waitUntil(t, "the job is queued", func() bool { return len(c.shards[0].pool.jobs) == 1 })
-	waiterRead := &reader{payload: "waiter"}
-	waiter := readAsync(c, context.Background(), keyB, 0, waiterRead.read)
-	waitUntil(t, "the waiter joins", func() bool { return c.Stats()[0].InflightHits == 1 })
-
-	cancel()
-	if o := receive(t, initiator); !errors.Is(o.err, context.Canceled) {
-		t.Fatalf("initiator: %v", o.err)
+func TestInitiatorReadsWithItsContext(t *testing.T) {
+	c := newEnabled(t, Options{Shards: 1})
+	type marker struct{}
+	ctx := context.WithValue(context.Background(), marker{}, "fetch-1")
+	var sawCtx atomic.Bool
+	res, err := c.Read(ctx, baseKey(), 0, func(rctx context.Context) ([]byte, int64, error) {
+		sawCtx.Store(rctx.Value(marker{}) == "fetch-1")
+		return []byte("x"), 0, nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	close(blocker.hold)
-	o := receive(t, waiter)
-	if o.err != nil {
-		t.Fatalf("waiter: %v", o.err)
+	res.Release()
+	if !sawCtx.Load() {
+		t.Fatal("the read did not run with the initiating fetch's context")
 	}
-	defer o.res.Release()
-	if string(o.res.Data) != "waiter#1" {
-		t.Fatalf("waiter data %q", o.res.Data)
-	}
-	if initiatorRead.calls.Load() != 0 {
-		t.Fatal("the skipped job was read")
-	}
-	receive(t, a).res.Release()
 }
 
-func TestFullQueueSubmitterHonoursContext(t *testing.T) {
-	c := newEnabled(t, Options{Shards: 1, WorkersPerShard: 1, QueueDepth: 1})
-	blocker := &reader{payload: "a", hold: make(chan struct{})}
-	key := func(offset int64) Key { k := baseKey(); k.Offset = offset; return k }
-
-	a := readAsync(c, context.Background(), key(1), 0, blocker.read)
-	waitUntil(t, "the worker is busy", func() bool { return blocker.calls.Load() == 1 })
-	queued := &reader{payload: "queued"}
-	b := readAsync(c, context.Background(), key(2), 0, queued.read)
-	waitUntil(t, "the queue is full", func() bool { return len(c.shards[0].pool.jobs) == 1 })
-
+func TestInitiatorGoneBeforeReadingDoesNotRead(t *testing.T) {
+	c := newEnabled(t, Options{Shards: 1})
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stuck := &reader{payload: "stuck"}
-	initiator := readAsync(c, ctx, key(3), 0, stuck.read)
-	waitUntil(t, "the third read is submitting", func() bool { return c.Stats()[0].Insertions == 3 })
-	waiterRead := &reader{payload: "waiter"}
-	waiter := readAsync(c, context.Background(), key(3), 0, waiterRead.read)
-	waitUntil(t, "the waiter joins", func() bool { return c.Stats()[0].InflightHits == 1 })
-
+	r := &reader{payload: "x"}
+	// The context ends between the lookup (which Read checks first) and
+	// the read: simulated by a flight led with a dead context.
+	s := c.shards[0]
+	s.mu.Lock()
+	f := s.newFlight(ctx, r.read, nil, -1)
+	s.mu.Unlock()
 	cancel()
-	if o := receive(t, initiator); !errors.Is(o.err, context.Canceled) {
-		t.Fatalf("submitter on a full queue: %v", o.err)
+	s.lead(f)
+	<-f.done
+	if !f.cancelled || !errors.Is(f.err, context.Canceled) {
+		t.Fatalf("flight outcome: err %v, cancelled %v", f.err, f.cancelled)
 	}
-	close(blocker.hold)
-	for _, ch := range []<-chan outcome{a, b, waiter} {
-		o := receive(t, ch)
-		if o.err != nil {
-			t.Fatal(o.err)
-		}
-		o.res.Release()
-	}
-	if stuck.calls.Load() != 0 || waiterRead.calls.Load() != 1 {
-		t.Fatalf("calls: cancelled submitter %d, waiter %d; want 0 and 1", stuck.calls.Load(), waiterRead.calls.Load())
+	if r.calls.Load() != 0 {
+		t.Fatal("a read whose initiator was gone was made")
 	}
 }
 
@@ -235,7 +201,7 @@ func TestWaiterTimeoutReturnsPromptlyWithoutDisturbingOthers(t *testing.T) {
 }
 
 func TestReadFuncPanicBecomesEveryWaitersError(t *testing.T) {
-	c := newEnabled(t, Options{Shards: 1, WorkersPerShard: 1})
+	c := newEnabled(t, Options{Shards: 1})
 	_, err := c.Read(context.Background(), baseKey(), 0, func(context.Context) ([]byte, int64, error) {
 		panic("bad batch")
 	})
@@ -246,6 +212,6 @@ func TestReadFuncPanicBecomesEveryWaitersError(t *testing.T) {
 	res := mustRead(t, c, baseKey(), 0, r.read)
 	defer res.Release()
 	if string(res.Data) != "ok#1" {
-		t.Fatal("the worker did not survive the panic")
+		t.Fatal("the shard did not survive the panic")
 	}
 }

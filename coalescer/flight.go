@@ -28,10 +28,13 @@ type flight struct {
 	waiters   int32
 	completed bool
 
-	// Written once, before done is closed.
+	// Written once, before done is closed. res is &result when the read
+	// returned data for someone: the flight and its result are one
+	// allocation.
 	res       *Result
 	err       error
 	cancelled bool
+	result    Result
 }
 
 // initiatorCancelled reports whether err is only the initiating fetch's

@@ -35,8 +35,8 @@ func TestIndexSizeRoundsDownToWholeBuckets(t *testing.T) {
 
 // oneBucket returns a coalescer whose only shard has a single bucket, so
 // every key competes for the same ways.
-func oneBucket(t *testing.T, workers int) *Coalescer {
-	return newEnabled(t, Options{Shards: 1, WorkersPerShard: workers, IndexBytes: ways * slotSize})
+func oneBucket(t *testing.T) *Coalescer {
+	return newEnabled(t, Options{Shards: 1, IndexBytes: ways * slotSize})
 }
 
 func keyAt(offset int64) Key {
@@ -46,7 +46,7 @@ func keyAt(offset int64) Key {
 }
 
 func TestFullBucketOfInflightReadsReadsUncached(t *testing.T) {
-	c := oneBucket(t, ways+1)
+	c := oneBucket(t)
 	held := &reader{payload: "held", hold: make(chan struct{})}
 	var outs []<-chan outcome
 	for i := range ways {
@@ -76,7 +76,7 @@ func TestFullBucketOfInflightReadsReadsUncached(t *testing.T) {
 }
 
 func TestFullBucketEvictsLeastRecentlyUsedLiveResult(t *testing.T) {
-	c := oneBucket(t, 1)
+	c := oneBucket(t)
 	r := &reader{payload: "r"}
 	var held []*Result
 	for i := range ways {
@@ -116,7 +116,7 @@ func TestFullBucketEvictsLeastRecentlyUsedLiveResult(t *testing.T) {
 }
 
 func TestFullBucketPrefersSlotWithoutHolders(t *testing.T) {
-	c := oneBucket(t, 1)
+	c := oneBucket(t)
 	r := &reader{payload: "r"}
 	var held []*Result
 	for i := range ways {

@@ -8,24 +8,13 @@ import (
 )
 
 // Defaults applied to zero-valued Options fields.
-const (
-	DefaultWorkersPerShard = 2
-	DefaultQueueDepth      = 256
-	DefaultIndexBytes      = 512 << 10
-)
+const DefaultIndexBytes = 512 << 10
 
 // Options configures a Coalescer. The zero value is valid: every zero field
 // takes its default.
 type Options struct {
 	// Shards is the number of shards; default runtime.GOMAXPROCS(0).
 	Shards int
-	// WorkersPerShard bounds the goroutines that run a shard's reads;
-	// default 2.
-	WorkersPerShard int
-	// QueueDepth bounds a shard's queue of reads waiting for a worker;
-	// default 256. A full queue makes the submitter wait, honouring its
-	// context.
-	QueueDepth int
 	// IndexBytes is the size of each shard's cache index while enabled;
 	// default 512 KiB. It is rounded down to whole buckets, with at least
 	// one bucket.
@@ -49,8 +38,6 @@ func (o Options) withDefaults() (Options, error) {
 		value int
 	}{
 		{"Shards", o.Shards},
-		{"WorkersPerShard", o.WorkersPerShard},
-		{"QueueDepth", o.QueueDepth},
 		{"IndexBytes", o.IndexBytes},
 	} {
 		if f.value < 0 {
@@ -59,12 +46,6 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Shards == 0 {
 		o.Shards = runtime.GOMAXPROCS(0)
-	}
-	if o.WorkersPerShard == 0 {
-		o.WorkersPerShard = DefaultWorkersPerShard
-	}
-	if o.QueueDepth == 0 {
-		o.QueueDepth = DefaultQueueDepth
 	}
 	if o.IndexBytes == 0 {
 		o.IndexBytes = DefaultIndexBytes

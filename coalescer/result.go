@@ -15,9 +15,14 @@ type Result struct {
 }
 
 func newResult(data []byte, watermark int64, refs int32, free func([]byte)) *Result {
-	r := &Result{Data: data, Watermark: watermark, free: free}
-	r.refs.Store(refs)
+	r := new(Result)
+	r.init(data, watermark, refs, free)
 	return r
+}
+
+func (r *Result) init(data []byte, watermark int64, refs int32, free func([]byte)) {
+	r.Data, r.Watermark, r.free = data, watermark, free
+	r.refs.Store(refs)
 }
 
 // tryAcquire adds a reference unless the last one is already gone: a

@@ -6,12 +6,10 @@ import (
 	"sync"
 )
 
-// shard owns the cache index and the worker pool of the partitions that
-// hash to it.
+// shard owns the cache index of the partitions that hash to it.
 type shard struct {
 	free       func([]byte)
 	indexBytes int
-	pool       *workerPool
 	counters   counters
 
 	mu sync.Mutex
@@ -24,9 +22,7 @@ type shard struct {
 }
 
 func newShard(opts Options) *shard {
-	s := &shard{free: opts.Free, indexBytes: opts.IndexBytes}
-	s.pool = newWorkerPool(opts.WorkersPerShard, opts.QueueDepth, s.execute)
-	return s
+	return &shard{free: opts.Free, indexBytes: opts.IndexBytes}
 }
 
 // enable installs a fresh index unless one is already in place. It is
@@ -93,7 +89,7 @@ func (s *shard) read(ctx context.Context, key Key, current int64, read ReadFunc)
 			sl.result, sl.flight = nil, f
 			s.mu.Unlock()
 			s.counters.reinsertions.Add(1)
-			s.submit(ctx, f)
+			s.lead(f)
 		default:
 			if victim >= 0 {
 				f = s.newFlight(ctx, read, x, victim)
@@ -104,7 +100,7 @@ func (s *shard) read(ctx context.Context, key Key, current int64, read ReadFunc)
 			}
 			s.mu.Unlock()
 			s.counters.insertions.Add(1)
-			s.submit(ctx, f)
+			s.lead(f)
 		}
 		res, err, retry := s.await(ctx, f, current, arrived)
 		if !retry {
@@ -123,25 +119,17 @@ func (s *shard) newFlight(ctx context.Context, read ReadFunc, x *index, pos int)
 	}
 }
 
-// submit queues f for a worker; if it cannot (the initiator's context
-// ended while the queue was full, or the coalescer closed), f completes
-// with that error right away so its waiters are not left hanging.
-func (s *shard) submit(ctx context.Context, f *flight) {
-	if err := s.pool.submit(ctx, f); err != nil {
-		s.complete(f, nil, 0, err)
-	}
-}
-
-// execute runs on a worker. A job whose initiator is gone is skipped: the
-// read would be wasted on it, and its waiters retry with their own.
-func (s *shard) execute(f *flight) {
+// lead runs f's read on the goroutine of the fetch that started it, which
+// would have read the same bytes itself with coalescing off: a miss costs
+// the index lookup and nothing else, no hand-off to another goroutine and
+// back. A read whose initiator is already gone is not made: the bytes
+// would be wasted on it, and its waiters retry with their own contexts.
+func (s *shard) lead(f *flight) {
 	// Yield once before reading. The fetches one append wakes become
-	// runnable together, but the Go scheduler runs the worker their first
-	// submit readied ahead of them: without the yield the read completes,
-	// its initiator writes and releases, and each following fetch finds
-	// the result gone and reads again. One yield lets the woken fetches
-	// join this flight first; with nothing else runnable it costs a few
-	// hundred nanoseconds.
+	// runnable together, but this one would otherwise read, answer and
+	// release before the others run: each would then find the result
+	// gone and read again. One yield lets them join this flight first;
+	// with nothing else runnable it costs a few hundred nanoseconds.
 	runtime.Gosched()
 	if err := f.ctx.Err(); err != nil {
 		s.complete(f, nil, 0, err)
@@ -159,7 +147,8 @@ func (s *shard) complete(f *flight, data []byte, watermark int64, err error) {
 	s.mu.Lock()
 	var res *Result
 	if err == nil && f.waiters > 0 {
-		res = newResult(data, watermark, f.waiters, s.free)
+		res = &f.result
+		res.init(data, watermark, f.waiters, s.free)
 	}
 	if f.idx != nil && f.idx == s.index && f.idx.slots[f.pos].flight == f {
 		sl := &f.idx.slots[f.pos]
@@ -172,6 +161,9 @@ func (s *shard) complete(f *flight, data []byte, watermark int64, err error) {
 		}
 	}
 	f.res, f.err, f.cancelled, f.completed = res, err, cancelled, true
+	// A ready slot keeps the flight (its result) reachable: it must not
+	// keep the initiating fetch's context and read closure too.
+	f.ctx, f.read = nil, nil
 	s.mu.Unlock()
 	close(f.done)
 	if res == nil {

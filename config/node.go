@@ -53,8 +53,11 @@ type Node struct {
 	// several); beyond it the connection is not read.
 	ConnectionMaxInflightRequests int `koanf:"connection_max_inflight_requests"`
 	// MemoryLimitBytes sets the Go runtime's soft memory limit (as
-	// GOMEMLIMIT does, which wins when set); 0 leaves the runtime's
-	// default. With the budgets above it bounds the process's memory.
+	// GOMEMLIMIT does, which wins when set). 0, the default, keeps it
+	// where the broker's memory is: the collector's usual headroom for
+	// what lies outside the fetch and request budgets and none for the
+	// bytes they hold, at most 90% of the cgroup's or machine's memory
+	// (memory.SoftLimit); -1 leaves the runtime's default (no limit).
 	MemoryLimitBytes int64 `koanf:"memory_limit_bytes"`
 	// KafkaSASLMechanisms, when set, makes the Kafka listener
 	// SASL_PLAINTEXT: clients authenticate with one of these mechanisms
@@ -298,8 +301,8 @@ func (n Node) Validate() error {
 	if n.ConnectionMaxInflightRequests < 2 || n.ConnectionMaxInflightRequests > 1024 {
 		errs = append(errs, fmt.Errorf("connection_max_inflight_requests %d: want 2 to 1024", n.ConnectionMaxInflightRequests))
 	}
-	if n.MemoryLimitBytes < 0 || n.MemoryLimitBytes > 0 && n.MemoryLimitBytes < 64<<20 {
-		errs = append(errs, fmt.Errorf("memory_limit_bytes %d: want 0 (runtime default) or at least 64 MiB", n.MemoryLimitBytes))
+	if n.MemoryLimitBytes < -1 || n.MemoryLimitBytes > 0 && n.MemoryLimitBytes < 64<<20 {
+		errs = append(errs, fmt.Errorf("memory_limit_bytes %d: want 0 (follows the broker's memory), -1 (no limit) or at least 64 MiB", n.MemoryLimitBytes))
 	}
 	if err := ValidateAdminTLS(n.AdminTLS); err != nil {
 		errs = append(errs, err)

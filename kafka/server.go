@@ -122,6 +122,10 @@ func NewServer(b *broker.Broker, opts Options) (*Server, error) {
 	return s, nil
 }
 
+// RequestMemoryStats reports the pool of requests read and not yet
+// answered (queued_max_request_bytes).
+func (s *Server) RequestMemoryStats() memory.Stats { return s.pool.Stats() }
+
 // Serve accepts connections on ln until Close, as the listener Options
 // describes (Options.AdvertisedAddr is then required).
 func (s *Server) Serve(ln net.Listener) error { return s.ServeListener(ln, *s.optionsListener) }

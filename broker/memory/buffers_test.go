@@ -1,6 +1,9 @@
 package memory
 
-import "testing"
+import (
+	"runtime"
+	"testing"
+)
 
 func TestBufferClasses(t *testing.T) {
 	prev := 0
@@ -26,7 +29,7 @@ func TestBufferClasses(t *testing.T) {
 }
 
 func TestBuffersRecycle(t *testing.T) {
-	var b Buffers
+	b := Buffers{MaxHeld: 1 << 30}
 	for _, n := range []int{1, 4096, 5000, 1 << 20, 3<<20 + 7, 64 << 20, 65 << 20} {
 		buf := b.Get(n)
 		if len(buf) != n {
@@ -35,19 +38,116 @@ func TestBuffersRecycle(t *testing.T) {
 		if c := classOf(n); c >= 0 && cap(buf) != classSize(c) {
 			t.Fatalf("Get(%d): capacity %d, want %d", n, cap(buf), classSize(c))
 		}
-		b.Put(buf)
+		b.Recycle(buf)
 	}
 	// A foreign buffer is never handed out.
-	b.Put(make([]byte, 5000))
+	b.Recycle(make([]byte, 5000))
 	if buf := b.Get(5000); cap(buf) != classSize(classOf(5000)) {
 		t.Fatalf("a foreign buffer came back: cap %d", cap(buf))
 	}
 }
 
-func BenchmarkBuffersGetPut(b *testing.B) {
-	var p Buffers
+func TestRecycledBuffersSurviveCollections(t *testing.T) {
+	b := Buffers{MaxHeld: 1 << 20}
+	buf := b.Get(64 << 10)
+	buf[0] = 7
+	first := &buf[:1][0]
+	b.Recycle(buf)
+	runtime.GC()
+	runtime.GC() // a sync.Pool is empty after two
+	again := b.Get(60 << 10)
+	if &again[:1][0] != first {
+		t.Fatal("the recycled buffer was not reused after two collections")
+	}
+	if st := b.Stats(); st.Held != 0 || st.Reused != 1 {
+		t.Fatalf("stats %+v, want nothing held and one reuse", st)
+	}
+}
+
+func TestRecycledBuffersStayChargedToTheBudgetAndAreBounded(t *testing.T) {
+	const size = 64 << 10 // a class size
+	budget := NewPool(1 << 20)
+	b := Buffers{Budget: budget, MaxHeld: 2 * size}
+	used := func() int64 { return budget.Stats().Used }
+
+	var bufs [][]byte
+	for range 3 {
+		buf := b.Get(size)
+		budget.Charge(int64(cap(buf))) // as a reader charges what it keeps
+		bufs = append(bufs, buf)
+	}
+	for _, buf := range bufs {
+		b.Recycle(buf)
+	}
+	// Two kept (their charge with them), the third past MaxHeld dropped.
+	if st := b.Stats(); st.Held != 2*size || used() != 2*size {
+		t.Fatalf("held %d, budget used %d; want %d both", st.Held, used(), 2*size)
+	}
+	// Get hands a kept buffer back with its charge released: the reader
+	// charges it again.
+	buf := b.Get(size)
+	if used() != size {
+		t.Fatalf("budget used %d after Get, want %d", used(), size)
+	}
+	budget.Charge(int64(cap(buf)))
+	b.Recycle(buf)
+	if used() != 2*size {
+		t.Fatalf("budget used %d, want %d", used(), 2*size)
+	}
+	// A reader short of budget has the kept buffers' bytes lent to it,
+	// and then, uncharged, the buffer itself.
+	if got := b.Lend(1); got != size {
+		t.Fatalf("Lend(1) released %d, want one buffer (%d)", got, size)
+	}
+	if st := b.Stats(); st.Held != size || used() != size {
+		t.Fatalf("after lending one: held %d, budget used %d; want %d both", st.Held, used(), size)
+	}
+	lent := b.Get(size)
+	if used() != size {
+		t.Fatalf("taking the lent buffer changed the budget: used %d, want %d", used(), size)
+	}
+	if st := b.Stats(); st.Held != size || st.Reused != 2 {
+		t.Fatalf("stats %+v: the lent buffer must serve the Get", st)
+	}
+	budget.Charge(int64(cap(lent)))
+	b.Recycle(lent)
+	if got := b.Lend(1 << 30); got != 2*size {
+		t.Fatalf("Lend(all) released %d, want %d", got, 2*size)
+	}
+	if st := b.Stats(); st.Held != 0 || used() != 0 {
+		t.Fatalf("after lending everything: held %d, budget used %d", st.Held, used())
+	}
+	// A second lending drops what the first lent and nobody took.
+	b.Lend(1)
+	b.mu.Lock()
+	lentNow := 0
+	for c := range b.lent {
+		lentNow += len(b.lent[c])
+	}
+	b.mu.Unlock()
+	if lentNow != 0 {
+		t.Fatalf("%d lent buffers kept past the next lending", lentNow)
+	}
+}
+
+func BenchmarkBuffersGetRecycle(b *testing.B) {
+	p := Buffers{MaxHeld: 1 << 20}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		p.Put(p.Get(64 << 10))
+		p.Recycle(p.Get(64 << 10))
+	}
+}
+
+func TestRecycledBufferServesSmallerRequestsWithinAPowerOfTwo(t *testing.T) {
+	b := Buffers{MaxHeld: 1 << 30}
+	big := b.Get(1 << 20)
+	b.Recycle(big)
+	if got := b.Get(600 << 10); cap(got) != 1<<20 {
+		t.Fatalf("Get(600 KiB) after recycling 1 MiB: cap %d, want the recycled 1 MiB", cap(got))
+	} else {
+		b.Recycle(got)
+	}
+	if got := b.Get(400 << 10); cap(got) == 1<<20 {
+		t.Fatal("a buffer more than twice the size asked for was handed out")
 	}
 }

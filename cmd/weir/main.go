@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/weir-broker/weir/broker"
+	"github.com/weir-broker/weir/broker/memory"
 	"github.com/weir-broker/weir/config"
 	"github.com/weir-broker/weir/kafka"
 )
@@ -37,7 +38,6 @@ func run(args []string) error {
 		return err
 	}
 	logger := newLogger(node.LogLevel)
-	applyMemoryLimit(node, logger)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
@@ -70,6 +70,11 @@ func run(args []string) error {
 	})
 	if err != nil {
 		return err
+	}
+	if limiter := memoryLimiter(node, logger, func() int64 {
+		return b.FetchMemoryStats().Used + srv.RequestMemoryStats().Used
+	}); limiter != nil {
+		go limiter.Run(ctx)
 	}
 	kafkaLns, err := listenKafka(node, logger)
 	if err != nil {
@@ -125,17 +130,27 @@ func newLogger(level string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
 }
 
-// applyMemoryLimit sets the Go runtime's soft memory limit from
-// memory_limit_bytes, unless GOMEMLIMIT (which the runtime already
-// applied) says otherwise. The runtime then collects garbage harder as
-// the process nears the limit instead of letting the heap double.
-func applyMemoryLimit(node config.Node, logger *slog.Logger) {
-	if node.MemoryLimitBytes <= 0 {
-		return
-	}
+// memoryLimiter sets the Go runtime's soft memory limit as
+// memory_limit_bytes says, unless GOMEMLIMIT (which the runtime already
+// applied) is set: a fixed limit for a positive value, none for -1, and
+// for 0 (the default) one that follows the broker's memory
+// (memory.SoftLimit: the collector's usual headroom for what lies outside
+// the fetch and request budgets, none for what they hold, at most 90% of
+// the cgroup's or machine's memory), which it returns for the caller to
+// run.
+func memoryLimiter(node config.Node, logger *slog.Logger, charged func() int64) *memory.SoftLimit {
 	if env := os.Getenv("GOMEMLIMIT"); env != "" {
-		logger.Info("memory_limit_bytes ignored: GOMEMLIMIT is set", "GOMEMLIMIT", env)
-		return
+		if node.MemoryLimitBytes != 0 {
+			logger.Info("memory_limit_bytes ignored: GOMEMLIMIT is set", "GOMEMLIMIT", env)
+		}
+		return nil
 	}
-	debug.SetMemoryLimit(node.MemoryLimitBytes)
+	switch {
+	case node.MemoryLimitBytes > 0:
+		debug.SetMemoryLimit(node.MemoryLimitBytes)
+		return nil
+	case node.MemoryLimitBytes < 0:
+		return nil
+	}
+	return &memory.SoftLimit{Ceiling: config.AvailableMemory() / 10 * 9, Charged: charged}
 }

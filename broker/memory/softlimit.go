@@ -1,0 +1,113 @@
+package memory
+
+import (
+	"context"
+	"math"
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+)
+
+// SoftLimit keeps the Go runtime's soft memory limit where the broker's
+// memory actually is. Left alone, the collector lets the heap grow to
+// twice what was live at the last collection (GOGC=100), and that
+// doubling applies to the budgets too: with a 256 MiB fetch budget full,
+// the heap may reach 512 MiB of fetch buffers before anything is
+// collected, and fan-out consumers keep it full. The budgets already
+// bound those bytes, so doubling them buys nothing.
+//
+// SoftLimit therefore gives the collector its usual headroom (the live
+// heap again) only for memory outside the budgets, and none for the bytes
+// the budgets hold:
+//
+//	limit = live + max(live - charged, 0) + Slack,  within [Floor, Ceiling]
+//
+// where live is the heap live at the last collection and charged what the
+// budgets hold now, recomputed every Interval. A burst that fills a budget
+// faster than that only makes the collector run more often until the next
+// update (the runtime caps its CPU at half the process while over the
+// limit); the memory is never refused.
+type SoftLimit struct {
+	// Ceiling is the highest limit ever set: a share of the memory the
+	// process may use (the cgroup's limit or the machine's). 0: none.
+	Ceiling int64
+	// Floor is the lowest limit ever set; default 128 MiB.
+	Floor int64
+	// Slack is added on top; default 64 MiB.
+	Slack int64
+	// Interval between updates; default 100 ms.
+	Interval time.Duration
+	// Charged reports the bytes the budgets hold now (fetch responses,
+	// requests, recycled read buffers).
+	Charged func() int64
+
+	// For tests: the live heap, and the runtime's setter.
+	liveHeap func() int64
+	set      func(int64) int64
+}
+
+// Defaults of SoftLimit's zero fields.
+const (
+	DefaultSoftLimitFloor    = 128 << 20
+	DefaultSoftLimitSlack    = 64 << 20
+	DefaultSoftLimitInterval = 100 * time.Millisecond
+)
+
+// Limit is the soft limit for a live heap and the bytes the budgets hold.
+func (s *SoftLimit) Limit(live, charged int64) int64 {
+	floor, slack := s.Floor, s.Slack
+	if floor <= 0 {
+		floor = DefaultSoftLimitFloor
+	}
+	if slack <= 0 {
+		slack = DefaultSoftLimitSlack
+	}
+	limit := max(live+max(live-charged, 0)+slack, floor)
+	if s.Ceiling > 0 {
+		limit = min(limit, s.Ceiling)
+	}
+	return limit
+}
+
+// Run sets the limit at once and then every Interval until ctx ends, when
+// it lifts the limit again (the runtime's default, none).
+func (s *SoftLimit) Run(ctx context.Context) {
+	interval := s.Interval
+	if interval <= 0 {
+		interval = DefaultSoftLimitInterval
+	}
+	live, set := s.liveHeap, s.set
+	if live == nil {
+		live = runtimeLiveHeap()
+	}
+	if set == nil {
+		set = debug.SetMemoryLimit
+	}
+	charged := s.Charged
+	if charged == nil {
+		charged = func() int64 { return 0 }
+	}
+	defer set(math.MaxInt64)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		set(s.Limit(live(), charged()))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// runtimeLiveHeap reads the heap the last collection found live.
+func runtimeLiveHeap() func() int64 {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	return func() int64 {
+		metrics.Read(sample)
+		if sample[0].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return int64(sample[0].Value.Uint64())
+	}
+}
