@@ -6,7 +6,7 @@
 #   make test    everything CI runs: vet, unit tests with -race, integration
 #   make bench   Go benchmarks and an end-to-end weirctl bench run
 #   make bench-replication  acks=-1 produce, RF1 vs RF3, on a fresh 3-broker cluster
-#   make bench-fanout  fetch read coalescing off vs on: 64 consumers tailing, preloaded, and 1
+#   make bench-fanout  fetch read coalescing off vs on: 64 consumers tailing (Java defaults and batched), 1 tailing, 64 from a backlog
 #   make bench-memory  broker memory with the fetch memory budget on vs off: 200 consumers fetching a 2 GiB backlog at once
 #   make bench-scale  what partitions cost, weir beside Apache Kafka 4.1 (KRaft, jars fetched with mvn): memory, fds, disk, idle CPU, create, failover, produce (PARTITIONS, BASELINE_REF)
 #   make bench-produce  produce throughput, latency and broker CPU per MB, weir beside Apache Kafka 4.1, one broker and three, Java and weirctl clients (SYSTEMS, SETUPS)

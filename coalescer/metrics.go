@@ -21,6 +21,15 @@ type ShardStats struct {
 	ReadyHits uint64
 	// InflightHits are lookups that waited for a read in flight.
 	InflightHits uint64
+	// SharedBytes are the record bytes hits took from other fetches'
+	// reads: what the log was not read for.
+	SharedBytes uint64
+	// Reads, ReadBytes and ReadNanos are the reads misses made: how
+	// many, the bytes they returned and the time they took. ReadNanos /
+	// Reads is what a hit saves.
+	Reads     uint64
+	ReadBytes uint64
+	ReadNanos uint64
 }
 
 // HitRatio is the share of lookups served without a read of their own:
@@ -42,6 +51,10 @@ func SumStats(stats []ShardStats) ShardStats {
 		sum.Reinsertions += s.Reinsertions
 		sum.ReadyHits += s.ReadyHits
 		sum.InflightHits += s.InflightHits
+		sum.SharedBytes += s.SharedBytes
+		sum.Reads += s.Reads
+		sum.ReadBytes += s.ReadBytes
+		sum.ReadNanos += s.ReadNanos
 	}
 	return sum
 }
@@ -53,6 +66,10 @@ type counters struct {
 	reinsertions atomic.Uint64
 	readyHits    atomic.Uint64
 	inflightHits atomic.Uint64
+	sharedBytes  atomic.Uint64
+	reads        atomic.Uint64
+	readBytes    atomic.Uint64
+	readNanos    atomic.Uint64
 }
 
 func (c *counters) snapshot() ShardStats {
@@ -61,6 +78,10 @@ func (c *counters) snapshot() ShardStats {
 		Reinsertions: c.reinsertions.Load(),
 		ReadyHits:    c.readyHits.Load(),
 		InflightHits: c.inflightHits.Load(),
+		SharedBytes:  c.sharedBytes.Load(),
+		Reads:        c.reads.Load(),
+		ReadBytes:    c.readBytes.Load(),
+		ReadNanos:    c.readNanos.Load(),
 	}
 }
 
@@ -72,6 +93,14 @@ const (
 	inflightHitsName = "vectorized_kafka_fetch_read_coalescer_inflight_hits_total"
 )
 
+// weir's own: what the hits saved.
+const (
+	sharedBytesName = "weir_fetch_read_coalescer_shared_bytes_total"
+	readsName       = "weir_fetch_read_coalescer_reads_total"
+	readBytesName   = "weir_fetch_read_coalescer_read_bytes_total"
+	readSecondsName = "weir_fetch_read_coalescer_read_seconds_total"
+)
+
 // collector exposes every shard's counters, one series per shard.
 type collector struct {
 	shards []*shard
@@ -81,6 +110,10 @@ type collector struct {
 	reinsertions *prometheus.Desc
 	readyHits    *prometheus.Desc
 	inflightHits *prometheus.Desc
+	sharedBytes  *prometheus.Desc
+	reads        *prometheus.Desc
+	readBytes    *prometheus.Desc
+	readSeconds  *prometheus.Desc
 }
 
 func newCollector(shards []*shard) *collector {
@@ -100,6 +133,14 @@ func newCollector(shards []*shard) *collector {
 			"Fetch reads served from a retained, already-completed read.", shard, nil),
 		inflightHits: prometheus.NewDesc(inflightHitsName,
 			"Fetch reads served by awaiting an in-flight read.", shard, nil),
+		sharedBytes: prometheus.NewDesc(sharedBytesName,
+			"Record bytes fetches took from other fetches' reads (ready and in-flight hits).", shard, nil),
+		reads: prometheus.NewDesc(readsName,
+			"Log reads made by coalesced fetches that missed.", shard, nil),
+		readBytes: prometheus.NewDesc(readBytesName,
+			"Record bytes returned by those reads.", shard, nil),
+		readSeconds: prometheus.NewDesc(readSecondsName,
+			"Time spent in those reads; divided by their count, what one hit saves.", shard, nil),
 	}
 }
 
@@ -108,6 +149,10 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.reinsertions
 	ch <- c.readyHits
 	ch <- c.inflightHits
+	ch <- c.sharedBytes
+	ch <- c.reads
+	ch <- c.readBytes
+	ch <- c.readSeconds
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -118,5 +163,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.reinsertions, prometheus.CounterValue, float64(st.Reinsertions), label)
 		ch <- prometheus.MustNewConstMetric(c.readyHits, prometheus.CounterValue, float64(st.ReadyHits), label)
 		ch <- prometheus.MustNewConstMetric(c.inflightHits, prometheus.CounterValue, float64(st.InflightHits), label)
+		ch <- prometheus.MustNewConstMetric(c.sharedBytes, prometheus.CounterValue, float64(st.SharedBytes), label)
+		ch <- prometheus.MustNewConstMetric(c.reads, prometheus.CounterValue, float64(st.Reads), label)
+		ch <- prometheus.MustNewConstMetric(c.readBytes, prometheus.CounterValue, float64(st.ReadBytes), label)
+		ch <- prometheus.MustNewConstMetric(c.readSeconds, prometheus.CounterValue, float64(st.ReadNanos)/1e9, label)
 	}
 }

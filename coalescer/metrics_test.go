@@ -1,6 +1,7 @@
 package coalescer
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"testing"
@@ -39,12 +40,18 @@ func TestMetricsMatchStats(t *testing.T) {
 	stats := c.Stats()
 	want := map[string]struct {
 		help  string
-		value func(ShardStats) uint64
+		value func(ShardStats) float64
 	}{
-		insertionsName:   {"Fetch reads that missed and performed a new read.", func(s ShardStats) uint64 { return s.Insertions }},
-		reinsertionsName: {"Fetch reads that re-read an existing stale or expired entry.", func(s ShardStats) uint64 { return s.Reinsertions }},
-		readyHitsName:    {"Fetch reads served from a retained, already-completed read.", func(s ShardStats) uint64 { return s.ReadyHits }},
-		inflightHitsName: {"Fetch reads served by awaiting an in-flight read.", func(s ShardStats) uint64 { return s.InflightHits }},
+		insertionsName:   {"Fetch reads that missed and performed a new read.", func(s ShardStats) float64 { return float64(s.Insertions) }},
+		reinsertionsName: {"Fetch reads that re-read an existing stale or expired entry.", func(s ShardStats) float64 { return float64(s.Reinsertions) }},
+		readyHitsName:    {"Fetch reads served from a retained, already-completed read.", func(s ShardStats) float64 { return float64(s.ReadyHits) }},
+		inflightHitsName: {"Fetch reads served by awaiting an in-flight read.", func(s ShardStats) float64 { return float64(s.InflightHits) }},
+		sharedBytesName: {"Record bytes fetches took from other fetches' reads (ready and in-flight hits).",
+			func(s ShardStats) float64 { return float64(s.SharedBytes) }},
+		readsName:     {"Log reads made by coalesced fetches that missed.", func(s ShardStats) float64 { return float64(s.Reads) }},
+		readBytesName: {"Record bytes returned by those reads.", func(s ShardStats) float64 { return float64(s.ReadBytes) }},
+		readSecondsName: {"Time spent in those reads; divided by their count, what one hit saves.",
+			func(s ShardStats) float64 { return float64(s.ReadNanos) / 1e9 }},
 	}
 	if len(families) != len(want) {
 		t.Fatalf("%d metric families, want %d", len(families), len(want))
@@ -68,12 +75,12 @@ func TestMetricsMatchStats(t *testing.T) {
 			if err != nil || shard < 0 || shard >= shards {
 				t.Fatalf("%s: bad shard label %q", f.GetName(), m.GetLabel()[0].GetValue())
 			}
-			if got, want := m.GetCounter().GetValue(), float64(w.value(stats[shard])); got != want {
+			if got, want := m.GetCounter().GetValue(), w.value(stats[shard]); got != want {
 				t.Fatalf("%s{shard=%d} = %v, Stats says %v", f.GetName(), shard, got, want)
 			}
 		}
 	}
-	if sum := SumStats(stats); sum != (ShardStats{Insertions: 12, Reinsertions: 4, ReadyHits: 12}) {
+	if sum := lookups(SumStats(stats)); sum != (ShardStats{Insertions: 12, Reinsertions: 4, ReadyHits: 12}) {
 		t.Fatalf("stats sum = %+v", sum)
 	}
 
@@ -107,8 +114,9 @@ func TestHitRatio(t *testing.T) {
 			t.Errorf("HitRatio(%+v) = %v, want %v", tt.stats, got, tt.want)
 		}
 	}
-	sum := SumStats([]ShardStats{{Insertions: 1, ReadyHits: 2}, {Reinsertions: 3, InflightHits: 4}})
-	if sum != (ShardStats{Insertions: 1, Reinsertions: 3, ReadyHits: 2, InflightHits: 4}) {
+	sum := SumStats([]ShardStats{{Insertions: 1, ReadyHits: 2, SharedBytes: 5, Reads: 1, ReadBytes: 7, ReadNanos: 9},
+		{Reinsertions: 3, InflightHits: 4, SharedBytes: 1, Reads: 3, ReadBytes: 1, ReadNanos: 1}})
+	if sum != (ShardStats{Insertions: 1, Reinsertions: 3, ReadyHits: 2, InflightHits: 4, SharedBytes: 6, Reads: 4, ReadBytes: 8, ReadNanos: 10}) {
 		t.Fatalf("SumStats = %+v", sum)
 	}
 }
@@ -122,5 +130,33 @@ func TestStatsAreSnapshotsPerShard(t *testing.T) {
 	stats[c.ShardOf(baseKey())].Insertions = 99
 	if c.Stats()[c.ShardOf(baseKey())].Insertions != 1 {
 		t.Fatal("Stats returned live state")
+	}
+}
+
+func TestHitsCountSharedBytesAndMissesTheirReads(t *testing.T) {
+	c := newEnabled(t, Options{Shards: 1})
+	r := &reader{payload: "abcd", watermark: 1} // reads return "abcd#N", 6 bytes
+	first := mustRead(t, c, baseKey(), 1, r.read)
+	hit := mustRead(t, c, baseKey(), 1, r.read) // ready hit
+	first.Release()
+	hit.Release()
+
+	held := &reader{payload: "wxyz", hold: make(chan struct{})}
+	a := readAsync(c, context.Background(), keyAt(7), 0, held.read)
+	waitUntil(t, "the read starts", func() bool { return held.calls.Load() == 1 })
+	b := readAsync(c, context.Background(), keyAt(7), 0, held.read)
+	waitUntil(t, "the waiter joins", func() bool { return c.Stats()[0].InflightHits == 1 })
+	close(held.hold)
+	for _, ch := range []<-chan outcome{a, b} {
+		o := receive(t, ch)
+		if o.err != nil {
+			t.Fatal(o.err)
+		}
+		o.res.Release()
+	}
+
+	st := c.Stats()[0]
+	if st.SharedBytes != 12 || st.Reads != 2 || st.ReadBytes != 12 || st.ReadNanos == 0 {
+		t.Fatalf("stats %+v: want 12 shared bytes (one ready, one in-flight hit), 2 reads of 12 bytes and their time", st)
 	}
 }

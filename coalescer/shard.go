@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"time"
 )
 
 // shard owns the cache index of the partitions that hash to it.
@@ -69,8 +70,10 @@ func (s *shard) read(ctx context.Context, key Key, current int64, read ReadFunc)
 		}
 		match, victim := x.probe(&key)
 		var f *flight
+		joined := false
 		switch {
 		case match >= 0 && x.slots[match].flight != nil:
+			joined = true
 			f = x.slots[match].flight
 			f.waiters++
 			s.mu.Unlock()
@@ -82,6 +85,7 @@ func (s *shard) read(ctx context.Context, key Key, current int64, read ReadFunc)
 				sl.used = s.clock
 				s.mu.Unlock()
 				s.counters.readyHits.Add(1)
+				s.counters.sharedBytes.Add(uint64(len(r.Data)))
 				return r, nil
 			}
 			// Stale, or its last holder is gone: read again in place.
@@ -104,6 +108,9 @@ func (s *shard) read(ctx context.Context, key Key, current int64, read ReadFunc)
 		}
 		res, err, retry := s.await(ctx, f, current, arrived)
 		if !retry {
+			if joined && res != nil {
+				s.counters.sharedBytes.Add(uint64(len(res.Data)))
+			}
 			return res, err
 		}
 	}
@@ -135,7 +142,11 @@ func (s *shard) lead(f *flight) {
 		s.complete(f, nil, 0, err)
 		return
 	}
+	start := time.Now()
 	data, watermark, err := f.call()
+	s.counters.reads.Add(1)
+	s.counters.readBytes.Add(uint64(len(data)))
+	s.counters.readNanos.Add(uint64(time.Since(start)))
 	s.complete(f, data, watermark, err)
 }
 

@@ -32,7 +32,12 @@ func newCoalescerStatsCommand(g *globalOptions, client func() *adminClient) *cob
 		Long: "For every live broker and shard: reads that inserted a cache entry\n" +
 			"(insertions, and reinsertions of an evicted key) and reads served from one\n" +
 			"that was ready or still being read (hits). HIT-RATIO is hits over all\n" +
-			"coalesced reads. Counters are totals since each broker started.\n" +
+			"coalesced reads. SHARED-BYTES are the record bytes hits took from other\n" +
+			"fetches' reads; US/READ is the time a miss's log read took on average,\n" +
+			"which is what each hit saved, and SAVED-S the hits times that: the broker\n" +
+			"time coalescing saved, before its own cost (compare broker CPU with\n" +
+			"coalescing off and on: weirctl bench fanout). Counters are totals since\n" +
+			"each broker started.\n" +
 			"Brokers that cannot be read are listed with the reason; the command fails\n" +
 			"only when none can be read.",
 		Example: "  weirctl cluster coalescer stats --admin-url 127.0.0.1:9644\n" +
@@ -99,9 +104,11 @@ func (s coalescerStats) write(w io.Writer, format string) error {
 	if format != formatTable {
 		return writeDocument(w, format, s)
 	}
-	t := newTable("BROKER", "SHARD", "INSERTIONS", "REINSERTIONS", "READY-HITS", "INFLIGHT-HITS", "HIT-RATIO")
+	t := newTable("BROKER", "SHARD", "INSERTIONS", "REINSERTIONS", "READY-HITS", "INFLIGHT-HITS", "HIT-RATIO",
+		"SHARED-BYTES", "US/READ", "SAVED-S")
 	countsRow := func(broker, shard string, c coalescerCounts) {
-		t.row(broker, shard, c.Insertions, c.Reinsertions, c.ReadyHits, c.InflightHits, fmt.Sprintf("%.3f", c.HitRatio))
+		t.row(broker, shard, c.Insertions, c.Reinsertions, c.ReadyHits, c.InflightHits, fmt.Sprintf("%.3f", c.HitRatio),
+			c.SharedBytes, fmt.Sprintf("%.1f", c.SecondsPerRead*1e6), fmt.Sprintf("%.3f", c.SavedSeconds))
 	}
 	var failed []coalescerBrokerStats
 	for _, b := range s.Brokers {

@@ -10,7 +10,9 @@ import (
 // registered no admin_addr, and 3 is down. Broker 0's admin API is the
 // one weirctl is pointed at.
 func fakeCluster(t *testing.T) (seed, second *fakeBroker) {
-	seed = newFakeBroker(t, testPage())
+	page := testPage()
+	page.saved = [][3]float64{{40960, 10, 0.002}, {0, 0, 0}} // 200 µs a read
+	seed = newFakeBroker(t, page)
 	p := testPage()
 	p.shards = [][4]uint64{{1, 0, 1, 0}, {0, 0, 0, 0}, {2, 1, 4, 1}}
 	second = newFakeBroker(t, p)
@@ -32,15 +34,15 @@ func TestCoalescerStatsTable(t *testing.T) {
 	t.Logf("\n%s", out)
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	want := []string{
-		"BROKER  SHARD  INSERTIONS  REINSERTIONS  READY-HITS  INFLIGHT-HITS  HIT-RATIO",
-		"0       0      10          2             30          8              0.760",
-		"0       1      0           0             0           0              0.000",
-		"0       total  10          2             30          8              0.760",
-		"1       0      1           0             1           0              0.500",
-		"1       1      0           0             0           0              0.000",
-		"1       2      2           1             4           1              0.625",
-		"1       total  3           1             5           1              0.600",
-		"all     total  13          3             35          9              0.733",
+		"BROKER  SHARD  INSERTIONS  REINSERTIONS  READY-HITS  INFLIGHT-HITS  HIT-RATIO  SHARED-BYTES  US/READ  SAVED-S",
+		"0       0      10          2             30          8              0.760      40960         200.0    0.008",
+		"0       1      0           0             0           0              0.000      0             0.0      0.000",
+		"0       total  10          2             30          8              0.760      40960         200.0    0.008",
+		"1       0      1           0             1           0              0.500      0             0.0      0.000",
+		"1       1      0           0             0           0              0.000      0             0.0      0.000",
+		"1       2      2           1             4           1              0.625      0             0.0      0.000",
+		"1       total  3           1             5           1              0.600      0             0.0      0.000",
+		"all     total  13          3             35          9              0.733      40960         200.0    0.009",
 		"",
 		"BROKER  ADMIN-ADDR   ERROR",
 		"2                    unreachable: the broker registered no admin_addr",
@@ -77,7 +79,7 @@ func TestCoalescerStatsJSON(t *testing.T) {
 		t.Errorf("failed brokers: %+v %+v", doc.Brokers[2], doc.Brokers[3])
 	}
 	// The keys scripts read.
-	for _, key := range []string{`"node_id"`, `"shards"`, `"insertions"`, `"reinsertions"`, `"ready_hits"`, `"inflight_hits"`, `"hit_ratio"`, `"answered"`, `"error"`} {
+	for _, key := range []string{`"node_id"`, `"shards"`, `"insertions"`, `"reinsertions"`, `"ready_hits"`, `"inflight_hits"`, `"hit_ratio"`, `"shared_bytes"`, `"reads"`, `"read_seconds"`, `"seconds_per_read"`, `"saved_seconds"`, `"answered"`, `"error"`} {
 		if !strings.Contains(out, key) {
 			t.Errorf("JSON lacks %s", key)
 		}

@@ -32,6 +32,9 @@ const (
 	metricCoalescerReinsertions = "vectorized_kafka_fetch_read_coalescer_reinsertions_total"
 	metricCoalescerReadyHits    = "vectorized_kafka_fetch_read_coalescer_ready_hits_total"
 	metricCoalescerInflightHits = "vectorized_kafka_fetch_read_coalescer_inflight_hits_total"
+	metricCoalescerSharedBytes  = "weir_fetch_read_coalescer_shared_bytes_total"
+	metricCoalescerReads        = "weir_fetch_read_coalescer_reads_total"
+	metricCoalescerReadSeconds  = "weir_fetch_read_coalescer_read_seconds_total"
 
 	// fetchAPILabel is the api label of Fetch in weir_kafka_requests_total:
 	// the API names of kafka/apis.go.
@@ -198,16 +201,31 @@ type coalescerCounts struct {
 	ReadyHits    uint64  `json:"ready_hits"`
 	InflightHits uint64  `json:"inflight_hits"`
 	HitRatio     float64 `json:"hit_ratio"`
+	// SharedBytes: record bytes hits took from others' reads. Reads and
+	// ReadSeconds: the log reads misses made and their time; a hit saves
+	// one such read (SecondsPerRead), so SavedSeconds estimates the
+	// broker time the hits saved. Zero from brokers that do not export
+	// them.
+	SharedBytes    uint64  `json:"shared_bytes"`
+	Reads          uint64  `json:"reads"`
+	ReadSeconds    float64 `json:"read_seconds"`
+	SecondsPerRead float64 `json:"seconds_per_read"`
+	SavedSeconds   float64 `json:"saved_seconds"`
 }
 
-// withHitRatio fills HitRatio: the share of coalesced reads served
-// without reading the log; 0, not NaN, when there were none.
+// withHitRatio fills the derived fields: HitRatio, the share of
+// coalesced reads served without reading the log (0, not NaN, when there
+// were none), and the time a read takes and the hits saved.
 func (c coalescerCounts) withHitRatio() coalescerCounts {
 	hits := c.ReadyHits + c.InflightHits
 	all := c.Insertions + c.Reinsertions + hits
-	c.HitRatio = 0
+	c.HitRatio, c.SecondsPerRead, c.SavedSeconds = 0, 0, 0
 	if all > 0 {
 		c.HitRatio = float64(hits) / float64(all)
+	}
+	if c.Reads > 0 {
+		c.SecondsPerRead = c.ReadSeconds / float64(c.Reads)
+		c.SavedSeconds = c.SecondsPerRead * float64(hits)
 	}
 	return c
 }
@@ -218,6 +236,9 @@ func (c coalescerCounts) plus(o coalescerCounts) coalescerCounts {
 		Reinsertions: c.Reinsertions + o.Reinsertions,
 		ReadyHits:    c.ReadyHits + o.ReadyHits,
 		InflightHits: c.InflightHits + o.InflightHits,
+		SharedBytes:  c.SharedBytes + o.SharedBytes,
+		Reads:        c.Reads + o.Reads,
+		ReadSeconds:  c.ReadSeconds + o.ReadSeconds,
 	}.withHitRatio()
 }
 
@@ -252,12 +273,17 @@ func (f metricFamilies) coalescerShards() ([]shardCoalescerCounts, error) {
 	byShard := map[string]*coalescerCounts{}
 	fields := []struct {
 		name string
-		add  func(*coalescerCounts, uint64)
+		add  func(*coalescerCounts, float64)
+		// optional: weir's own families, absent from older brokers
+		optional bool
 	}{
-		{metricCoalescerInsertions, func(c *coalescerCounts, v uint64) { c.Insertions += v }},
-		{metricCoalescerReinsertions, func(c *coalescerCounts, v uint64) { c.Reinsertions += v }},
-		{metricCoalescerReadyHits, func(c *coalescerCounts, v uint64) { c.ReadyHits += v }},
-		{metricCoalescerInflightHits, func(c *coalescerCounts, v uint64) { c.InflightHits += v }},
+		{name: metricCoalescerInsertions, add: func(c *coalescerCounts, v float64) { c.Insertions += uint64(math.Round(v)) }},
+		{name: metricCoalescerReinsertions, add: func(c *coalescerCounts, v float64) { c.Reinsertions += uint64(math.Round(v)) }},
+		{name: metricCoalescerReadyHits, add: func(c *coalescerCounts, v float64) { c.ReadyHits += uint64(math.Round(v)) }},
+		{name: metricCoalescerInflightHits, add: func(c *coalescerCounts, v float64) { c.InflightHits += uint64(math.Round(v)) }},
+		{name: metricCoalescerSharedBytes, optional: true, add: func(c *coalescerCounts, v float64) { c.SharedBytes += uint64(math.Round(v)) }},
+		{name: metricCoalescerReads, optional: true, add: func(c *coalescerCounts, v float64) { c.Reads += uint64(math.Round(v)) }},
+		{name: metricCoalescerReadSeconds, optional: true, add: func(c *coalescerCounts, v float64) { c.ReadSeconds += v }},
 	}
 	found := false
 	for _, field := range fields {
@@ -265,7 +291,7 @@ func (f metricFamilies) coalescerShards() ([]shardCoalescerCounts, error) {
 		if fam == nil {
 			continue
 		}
-		found = true
+		found = found || !field.optional
 		for _, m := range fam.GetMetric() {
 			v := sampleValue(m)
 			if math.IsNaN(v) || v < 0 {
@@ -277,7 +303,7 @@ func (f metricFamilies) coalescerShards() ([]shardCoalescerCounts, error) {
 				c = &coalescerCounts{}
 				byShard[shard] = c
 			}
-			field.add(c, uint64(math.Round(v)))
+			field.add(c, v)
 		}
 	}
 	if !found {

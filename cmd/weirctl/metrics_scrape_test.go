@@ -25,6 +25,9 @@ type brokerPage struct {
 	// shards are the coalescer counters per shard: insertions,
 	// reinsertions, ready hits, inflight hits. nil: no coalescer.
 	shards [][4]uint64
+	// saved are weir's own coalescer counters per shard: shared bytes,
+	// reads, read seconds. nil: not exported (an older broker).
+	saved [][3]float64
 }
 
 // text renders the page as client_golang would: families with HELP and
@@ -51,6 +54,14 @@ func (p brokerPage) text() string {
 			family(name, "counter")
 			for shard, c := range p.shards {
 				fmt.Fprintf(&b, "%s{shard=\"%d\"} %d\n", name, shard, c[i])
+			}
+		}
+	}
+	if p.saved != nil {
+		for i, name := range []string{metricCoalescerSharedBytes, metricCoalescerReads, metricCoalescerReadSeconds} {
+			family(name, "counter")
+			for shard, c := range p.saved {
+				fmt.Fprintf(&b, "%s{shard=\"%d\"} %g\n", name, shard, c[i])
 			}
 		}
 	}
