@@ -22,7 +22,7 @@ func (b *Broker) openCoalescer() error {
 	// A shared result's bytes were charged to the fetch budget once, by
 	// the read; its buffer is recycled, or its bytes go back, when its
 	// last reader releases it.
-	opts := coalescer.Options{Shards: b.node.FetchCoalescerShards, Free: b.readBuffers.Recycle}
+	opts := coalescer.Options{Shards: b.node.FetchCoalescerShards, Free: b.readBuffers.Recycle, Within: readWithin}
 	if !b.props.Bool("disable_metrics") {
 		opts.Registerer = b.registerer
 	}
@@ -100,6 +100,17 @@ func (b *Broker) readLog(p *Partition, offset int64, limit int, mode log.ReadMod
 	b.logReads.Add(1)
 	b.logReadBytes.Add(uint64(len(data)))
 	return data, err
+}
+
+// readWithin finds, in a recent read's records, exactly what a read of
+// key up to upTo would return (log.Within), so that a fetch at another
+// offset or limit is answered from bytes already read: a range hit.
+func readWithin(records []byte, key coalescer.Key, upTo int64) (start, end int, ok bool) {
+	mode := log.Strict
+	if key.Obligatory {
+		mode = log.Obligatory
+	}
+	return log.Within(records, key.Offset, int(key.MaxBytes), mode, upTo)
 }
 
 // freshUntil is the watermark a shared read stays fresh up to. A read

@@ -161,7 +161,8 @@ func TestInitiatorGoneBeforeReadingDoesNotRead(t *testing.T) {
 	// the read: simulated by a flight led with a dead context.
 	s := c.shards[0]
 	s.mu.Lock()
-	f := s.newFlight(ctx, r.read, nil, -1)
+	key := baseKey()
+	f := s.newFlight(ctx, &key, r.read, nil, -1)
 	s.mu.Unlock()
 	cancel()
 	s.lead(f)

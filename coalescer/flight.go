@@ -13,6 +13,7 @@ type flight struct {
 	// ctx is the initiating fetch's context: the read runs under it, and
 	// its ending decides whether a context error is the waiters' business.
 	ctx  context.Context
+	key  Key
 	read ReadFunc
 	// seq numbers the flights of a shard in creation order, so a waiter
 	// can tell whether the read started after it arrived.

@@ -21,6 +21,9 @@ type ShardStats struct {
 	ReadyHits uint64
 	// InflightHits are lookups that waited for a read in flight.
 	InflightHits uint64
+	// RangeHits are the ready hits answered with part of another key's
+	// result (Options.Within).
+	RangeHits uint64
 	// SharedBytes are the record bytes hits took from other fetches'
 	// reads: what the log was not read for.
 	SharedBytes uint64
@@ -51,6 +54,7 @@ func SumStats(stats []ShardStats) ShardStats {
 		sum.Reinsertions += s.Reinsertions
 		sum.ReadyHits += s.ReadyHits
 		sum.InflightHits += s.InflightHits
+		sum.RangeHits += s.RangeHits
 		sum.SharedBytes += s.SharedBytes
 		sum.Reads += s.Reads
 		sum.ReadBytes += s.ReadBytes
@@ -66,6 +70,7 @@ type counters struct {
 	reinsertions atomic.Uint64
 	readyHits    atomic.Uint64
 	inflightHits atomic.Uint64
+	rangeHits    atomic.Uint64
 	sharedBytes  atomic.Uint64
 	reads        atomic.Uint64
 	readBytes    atomic.Uint64
@@ -78,6 +83,7 @@ func (c *counters) snapshot() ShardStats {
 		Reinsertions: c.reinsertions.Load(),
 		ReadyHits:    c.readyHits.Load(),
 		InflightHits: c.inflightHits.Load(),
+		RangeHits:    c.rangeHits.Load(),
 		SharedBytes:  c.sharedBytes.Load(),
 		Reads:        c.reads.Load(),
 		ReadBytes:    c.readBytes.Load(),
@@ -95,6 +101,7 @@ const (
 
 // weir's own: what the hits saved.
 const (
+	rangeHitsName   = "weir_fetch_read_coalescer_range_hits_total"
 	sharedBytesName = "weir_fetch_read_coalescer_shared_bytes_total"
 	readsName       = "weir_fetch_read_coalescer_reads_total"
 	readBytesName   = "weir_fetch_read_coalescer_read_bytes_total"
@@ -110,6 +117,7 @@ type collector struct {
 	reinsertions *prometheus.Desc
 	readyHits    *prometheus.Desc
 	inflightHits *prometheus.Desc
+	rangeHits    *prometheus.Desc
 	sharedBytes  *prometheus.Desc
 	reads        *prometheus.Desc
 	readBytes    *prometheus.Desc
@@ -133,6 +141,8 @@ func newCollector(shards []*shard) *collector {
 			"Fetch reads served from a retained, already-completed read.", shard, nil),
 		inflightHits: prometheus.NewDesc(inflightHitsName,
 			"Fetch reads served by awaiting an in-flight read.", shard, nil),
+		rangeHits: prometheus.NewDesc(rangeHitsName,
+			"Ready hits answered with part of a recent result of another offset or limit (counted in ready hits too).", shard, nil),
 		sharedBytes: prometheus.NewDesc(sharedBytesName,
 			"Record bytes fetches took from other fetches' reads (ready and in-flight hits).", shard, nil),
 		reads: prometheus.NewDesc(readsName,
@@ -149,6 +159,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.reinsertions
 	ch <- c.readyHits
 	ch <- c.inflightHits
+	ch <- c.rangeHits
 	ch <- c.sharedBytes
 	ch <- c.reads
 	ch <- c.readBytes
@@ -163,6 +174,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.reinsertions, prometheus.CounterValue, float64(st.Reinsertions), label)
 		ch <- prometheus.MustNewConstMetric(c.readyHits, prometheus.CounterValue, float64(st.ReadyHits), label)
 		ch <- prometheus.MustNewConstMetric(c.inflightHits, prometheus.CounterValue, float64(st.InflightHits), label)
+		ch <- prometheus.MustNewConstMetric(c.rangeHits, prometheus.CounterValue, float64(st.RangeHits), label)
 		ch <- prometheus.MustNewConstMetric(c.sharedBytes, prometheus.CounterValue, float64(st.SharedBytes), label)
 		ch <- prometheus.MustNewConstMetric(c.reads, prometheus.CounterValue, float64(st.Reads), label)
 		ch <- prometheus.MustNewConstMetric(c.readBytes, prometheus.CounterValue, float64(st.ReadBytes), label)

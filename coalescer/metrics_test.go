@@ -46,6 +46,8 @@ func TestMetricsMatchStats(t *testing.T) {
 		reinsertionsName: {"Fetch reads that re-read an existing stale or expired entry.", func(s ShardStats) float64 { return float64(s.Reinsertions) }},
 		readyHitsName:    {"Fetch reads served from a retained, already-completed read.", func(s ShardStats) float64 { return float64(s.ReadyHits) }},
 		inflightHitsName: {"Fetch reads served by awaiting an in-flight read.", func(s ShardStats) float64 { return float64(s.InflightHits) }},
+		rangeHitsName: {"Ready hits answered with part of a recent result of another offset or limit (counted in ready hits too).",
+			func(s ShardStats) float64 { return float64(s.RangeHits) }},
 		sharedBytesName: {"Record bytes fetches took from other fetches' reads (ready and in-flight hits).",
 			func(s ShardStats) float64 { return float64(s.SharedBytes) }},
 		readsName:     {"Log reads made by coalesced fetches that missed.", func(s ShardStats) float64 { return float64(s.Reads) }},

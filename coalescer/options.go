@@ -29,6 +29,12 @@ type Options struct {
 	Free func([]byte)
 	// Enabled is the initial state; SetEnabled changes it later.
 	Enabled bool
+	// Within, when set, enables range hits: a read that finds no result
+	// of its own key may be answered with part of a recent result of the
+	// same partition and isolation level. Within reports where, inside
+	// that result's data, lie exactly the bytes a read of key bounded by
+	// upTo would return (log.Within), or false.
+	Within func(data []byte, key Key, upTo int64) (start, end int, ok bool)
 }
 
 // withDefaults validates o and fills in its zero fields.

@@ -12,6 +12,9 @@ type Result struct {
 
 	refs atomic.Int32
 	free func([]byte)
+	// parent is set for a view of part of another result (a range hit):
+	// the view's last Release releases its reference to the parent.
+	parent *Result
 }
 
 func newResult(data []byte, watermark int64, refs int32, free func([]byte)) *Result {
@@ -23,6 +26,14 @@ func newResult(data []byte, watermark int64, refs int32, free func([]byte)) *Res
 func (r *Result) init(data []byte, watermark int64, refs int32, free func([]byte)) {
 	r.Data, r.Watermark, r.free = data, watermark, free
 	r.refs.Store(refs)
+}
+
+// newView is a result holding data, a part of parent's Data, with the
+// caller's reference to parent.
+func newView(parent *Result, data []byte, watermark int64) *Result {
+	r := &Result{Data: data, Watermark: watermark, parent: parent}
+	r.refs.Store(1)
+	return r
 }
 
 // tryAcquire adds a reference unless the last one is already gone: a
@@ -54,6 +65,10 @@ func (r *Result) Release() {
 	}
 	data := r.Data
 	r.Data = nil
+	if r.parent != nil {
+		r.parent.Release()
+		return
+	}
 	discard(data, r.free)
 }
 

@@ -10,12 +10,16 @@ import (
 // shard owns the cache index of the partitions that hash to it.
 type shard struct {
 	free       func([]byte)
+	within     func(data []byte, key Key, upTo int64) (start, end int, ok bool)
 	indexBytes int
 	counters   counters
 
 	mu sync.Mutex
 	// index is nil while coalescing is disabled.
 	index *index
+	// recent holds each partition's latest results, for range hits; nil
+	// while disabled or without Options.Within.
+	recent recentByPartition
 	// flights counts the flights created so far; see flight.seq.
 	flights uint64
 	// clock orders slot uses for eviction.
@@ -23,7 +27,7 @@ type shard struct {
 }
 
 func newShard(opts Options) *shard {
-	return &shard{free: opts.Free, indexBytes: opts.IndexBytes}
+	return &shard{free: opts.Free, within: opts.Within, indexBytes: opts.IndexBytes}
 }
 
 // enable installs a fresh index unless one is already in place. It is
@@ -40,6 +44,9 @@ func (s *shard) enable() {
 	s.mu.Lock()
 	if s.index == nil {
 		s.index = x
+		if s.within != nil {
+			s.recent = make(recentByPartition)
+		}
 	}
 	s.mu.Unlock()
 }
@@ -48,7 +55,7 @@ func (s *shard) enable() {
 // notices that their index is gone and only delivers.
 func (s *shard) disable() {
 	s.mu.Lock()
-	s.index = nil
+	s.index, s.recent = nil, nil
 	s.mu.Unlock()
 }
 
@@ -58,6 +65,7 @@ func (s *shard) disable() {
 // arrived, or the failure of an initiator whose context ended.
 func (s *shard) read(ctx context.Context, key Key, current int64, read ReadFunc) (*Result, error) {
 	var arrived uint64
+	triedRange := false
 	for attempt := 0; ; attempt++ {
 		s.mu.Lock()
 		x := s.index
@@ -89,18 +97,29 @@ func (s *shard) read(ctx context.Context, key Key, current int64, read ReadFunc)
 				return r, nil
 			}
 			// Stale, or its last holder is gone: read again in place.
-			f = s.newFlight(ctx, read, x, match)
+			f = s.newFlight(ctx, &key, read, x, match)
 			sl.result, sl.flight = nil, f
 			s.mu.Unlock()
 			s.counters.reinsertions.Add(1)
 			s.lead(f)
+		case !triedRange && s.recent != nil:
+			// No result of this key: perhaps part of a recent one of its
+			// partition is exactly what this read would return.
+			triedRange = true
+			var held [recentWays]*Result
+			n := s.recent.acquire(key.partition(), &held)
+			s.mu.Unlock()
+			if r := s.rangeHit(held[:n], &key, current); r != nil {
+				return r, nil
+			}
+			continue
 		default:
 			if victim >= 0 {
-				f = s.newFlight(ctx, read, x, victim)
+				f = s.newFlight(ctx, &key, read, x, victim)
 				x.slots[victim] = slot{key: key, flight: f}
 			} else {
 				// Every way is in flight: read without caching.
-				f = s.newFlight(ctx, read, nil, -1)
+				f = s.newFlight(ctx, &key, read, nil, -1)
 			}
 			s.mu.Unlock()
 			s.counters.insertions.Add(1)
@@ -118,12 +137,35 @@ func (s *shard) read(ctx context.Context, key Key, current int64, read ReadFunc)
 
 // newFlight creates a flight with its initiator as the only waiter. The
 // caller holds s.mu.
-func (s *shard) newFlight(ctx context.Context, read ReadFunc, x *index, pos int) *flight {
+func (s *shard) newFlight(ctx context.Context, key *Key, read ReadFunc, x *index, pos int) *flight {
 	s.flights++
 	return &flight{
-		ctx: ctx, read: read, seq: s.flights, idx: x, pos: pos,
+		ctx: ctx, key: *key, read: read, seq: s.flights, idx: x, pos: pos,
 		done: make(chan struct{}), waiters: 1,
 	}
+}
+
+// rangeHit looks for key's read inside the results held (one reference
+// each, which it gives back), newest first, and returns a view of the
+// first that has it.
+func (s *shard) rangeHit(held []*Result, key *Key, current int64) *Result {
+	var hit *Result
+	for i := len(held) - 1; i >= 0; i-- {
+		r := held[i]
+		if hit == nil {
+			if start, end, ok := s.within(r.Data, *key, current); ok {
+				hit = newView(r, r.Data[start:end:end], current)
+				continue
+			}
+		}
+		r.Release()
+	}
+	if hit != nil {
+		s.counters.readyHits.Add(1)
+		s.counters.rangeHits.Add(1)
+		s.counters.sharedBytes.Add(uint64(len(hit.Data)))
+	}
+	return hit
 }
 
 // lead runs f's read on the goroutine of the fetch that started it, which
@@ -160,6 +202,9 @@ func (s *shard) complete(f *flight, data []byte, watermark int64, err error) {
 	if err == nil && f.waiters > 0 {
 		res = &f.result
 		res.init(data, watermark, f.waiters, s.free)
+	}
+	if res != nil && len(data) > 0 && s.recent != nil {
+		s.recent.remember(f.key.partition(), res)
 	}
 	if f.idx != nil && f.idx == s.index && f.idx.slots[f.pos].flight == f {
 		sl := &f.idx.slots[f.pos]
