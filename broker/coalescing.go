@@ -22,7 +22,8 @@ func (b *Broker) openCoalescer() error {
 	// A shared result's bytes were charged to the fetch budget once, by
 	// the read; its buffer is recycled, or its bytes go back, when its
 	// last reader releases it.
-	opts := coalescer.Options{Shards: b.node.FetchCoalescerShards, Free: b.readBuffers.Recycle, Within: readWithin}
+	opts := coalescer.Options{Shards: b.node.FetchCoalescerShards, Free: b.readBuffers.Recycle, Within: readWithin,
+		RetainBytes: coalescerRetainBytes(b.fetchMemory.Size())}
 	if !b.props.Bool("disable_metrics") {
 		opts.Registerer = b.registerer
 	}
@@ -39,6 +40,9 @@ func (b *Broker) openCoalescer() error {
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "weir_log_read_bytes_total",
 				Help: "Record bytes read from partition logs for consumer fetches."},
 				func() float64 { return float64(b.logReadBytes.Load()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "weir_fetch_read_coalescer_retained_bytes",
+				Help: "Bytes of coalesced reads kept for later fetches after every fetch released them (counted in weir_fetch_memory_in_use_bytes)."},
+				func() float64 { return float64(c.RetainedBytes()) }),
 		} {
 			if err := b.registerer.Register(m); err != nil {
 				b.logger.Warn("registering log read metrics", "err", err)
@@ -53,6 +57,18 @@ func (b *Broker) openCoalescer() error {
 		c.SetEnabled(on)
 	})
 	return nil
+}
+
+// coalescerRetainBytes is how many bytes of finished reads the coalescer
+// keeps for fetches that come a little later (consumers reading a backlog
+// together drift apart by a few fetches): a quarter of the fetch budget,
+// at most 256 MiB, 64 MiB when the budget is unbounded. They count
+// against the budget, and reads that find it short shed them first.
+func coalescerRetainBytes(budget int64) int64 {
+	if budget <= 0 {
+		return 64 << 20
+	}
+	return min(budget/4, 256<<20)
 }
 
 // CoalescerStats reports the coalescer's counters per shard.

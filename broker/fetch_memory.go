@@ -67,10 +67,15 @@ func (b *Broker) FetchMemoryStats() memory.Stats { return b.fetchMemory.Stats() 
 func (b *Broker) readBudgeted(ctx context.Context, p *Partition, offset int64, limit int, mode log.ReadMode, upTo int64) ([]byte, error) {
 	pool := b.fetchMemory
 	granted := pool.TryAcquireUpTo(int64(limit))
-	if short := int64(limit) - granted; short > 0 && b.readBuffers.Lend(short) > 0 {
-		// Buffers kept for reuse count against the budget: their bytes
-		// go to this read, and most likely the buffers with them.
-		granted += pool.TryAcquireUpTo(short)
+	if short := int64(limit) - granted; short > 0 {
+		// Reads the coalescer retains and buffers kept for reuse count
+		// against the budget: a read comes first. Shed results' buffers
+		// are recycled, so they are lent on too: their bytes go to this
+		// read, and most likely a buffer with them.
+		shed := b.coalescer.Shed(short)
+		if b.readBuffers.Lend(short) > 0 || shed > 0 {
+			granted += pool.TryAcquireUpTo(short)
+		}
 	}
 	if granted < int64(limit) {
 		switch {

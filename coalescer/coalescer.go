@@ -23,6 +23,7 @@ type Coalescer struct {
 	free       func([]byte)
 	registerer prometheus.Registerer
 	collector  *collector
+	retain     *retainer // nil: results are kept only while held
 
 	enabled atomic.Bool
 	closed  atomic.Bool
@@ -39,9 +40,12 @@ func New(opts Options) (*Coalescer, error) {
 		return nil, err
 	}
 	c := &Coalescer{free: opts.Free, registerer: opts.Registerer}
+	if opts.RetainBytes > 0 {
+		c.retain = &retainer{max: opts.RetainBytes}
+	}
 	c.shards = make([]*shard, opts.Shards)
 	for i := range c.shards {
-		c.shards[i] = newShard(opts)
+		c.shards[i] = newShard(opts, c.retain)
 	}
 	c.collector = newCollector(c.shards)
 	if c.registerer != nil {
@@ -76,6 +80,27 @@ func (c *Coalescer) SetEnabled(on bool) {
 	for _, s := range c.shards {
 		s.disable()
 	}
+	c.Shed(1 << 62)
+}
+
+// Shed lets the oldest retained results go (Options.RetainBytes) until at
+// least n bytes were let go or none is retained, and returns the bytes
+// let go: their buffers are freed unless a fetch still holds them. The
+// owner of the memory calls it when a read needs the bytes.
+func (c *Coalescer) Shed(n int64) int64 {
+	if c == nil || c.retain == nil {
+		return 0
+	}
+	return c.retain.shed(n)
+}
+
+// RetainedBytes reports the bytes of results retained after their
+// fetches released them.
+func (c *Coalescer) RetainedBytes() int64 {
+	if c.retain == nil {
+		return 0
+	}
+	return c.retain.size()
 }
 
 // Enabled reports whether coalescing is on.
@@ -134,6 +159,7 @@ func (c *Coalescer) Close() {
 	for _, s := range c.shards {
 		s.disable()
 	}
+	c.Shed(1 << 62)
 	if c.registerer != nil {
 		c.registerer.Unregister(c.collector)
 	}

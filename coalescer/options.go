@@ -35,6 +35,11 @@ type Options struct {
 	// that result's data, lie exactly the bytes a read of key bounded by
 	// upTo would return (log.Within), or false.
 	Within func(data []byte, key Key, upTo int64) (start, end int, ok bool)
+	// RetainBytes, when positive, keeps the newest results findable after
+	// their fetches released them, up to this many bytes of their
+	// buffers (the oldest go first; Shed lets them go sooner). 0 keeps a
+	// result only while a fetch holds it.
+	RetainBytes int64
 }
 
 // withDefaults validates o and fills in its zero fields.
@@ -45,6 +50,7 @@ func (o Options) withDefaults() (Options, error) {
 	}{
 		{"Shards", o.Shards},
 		{"IndexBytes", o.IndexBytes},
+		{"RetainBytes", int(min(o.RetainBytes, 1<<40))},
 	} {
 		if f.value < 0 {
 			return o, fmt.Errorf("%w: %s is %d, must not be negative", ErrInvalidOptions, f.name, f.value)

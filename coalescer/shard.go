@@ -11,6 +11,7 @@ import (
 type shard struct {
 	free       func([]byte)
 	within     func(data []byte, key Key, upTo int64) (start, end int, ok bool)
+	retain     *retainer // nil: none
 	indexBytes int
 	counters   counters
 
@@ -26,8 +27,8 @@ type shard struct {
 	clock uint64
 }
 
-func newShard(opts Options) *shard {
-	return &shard{free: opts.Free, within: opts.Within, indexBytes: opts.IndexBytes}
+func newShard(opts Options, retain *retainer) *shard {
+	return &shard{free: opts.Free, within: opts.Within, retain: retain, indexBytes: opts.IndexBytes}
 }
 
 // enable installs a fresh index unless one is already in place. It is
@@ -199,9 +200,17 @@ func (s *shard) complete(f *flight, data []byte, watermark int64, err error) {
 	cancelled := err != nil && f.initiatorCancelled(err)
 	s.mu.Lock()
 	var res *Result
+	pin := false
 	if err == nil && f.waiters > 0 {
 		res = &f.result
-		res.init(data, watermark, f.waiters, s.free)
+		// A result worth finding later gets one more reference, the
+		// retainer's, while coalescing is on.
+		pin = len(data) > 0 && s.retain != nil && s.index != nil
+		refs := f.waiters
+		if pin {
+			refs++
+		}
+		res.init(data, watermark, refs, s.free)
 	}
 	if res != nil && len(data) > 0 && s.recent != nil {
 		s.recent.remember(f.key.partition(), res)
@@ -222,6 +231,9 @@ func (s *shard) complete(f *flight, data []byte, watermark int64, err error) {
 	f.ctx, f.read = nil, nil
 	s.mu.Unlock()
 	close(f.done)
+	if pin {
+		s.retain.keep(res)
+	}
 	if res == nil {
 		discard(data, s.free)
 	}

@@ -1,0 +1,85 @@
+package coalescer
+
+import "sync"
+
+// retainer keeps the newest results referenced after their fetches
+// released them, up to a byte bound (Options.RetainBytes), so that
+// fetches arriving a little later find them: consumers reading a backlog
+// together drift apart by a few fetches, and without retention a result
+// is gone as soon as the fetch that read it has written its answer. The
+// oldest result goes first; the owner of the memory (the fetch budget)
+// sheds retained results when a read needs the bytes.
+type retainer struct {
+	max int64
+
+	mu    sync.Mutex
+	queue []retained // oldest first, from head
+	head  int
+	bytes int64
+}
+
+type retained struct {
+	res  *Result
+	size int64 // cap(res.Data) when kept: what its buffer is charged
+}
+
+// keep takes over a reference to res (one the caller counted for it) and
+// drops the oldest results past the bound.
+func (r *retainer) keep(res *Result) {
+	size := int64(cap(res.Data))
+	r.mu.Lock()
+	r.queue = append(r.queue, retained{res, size})
+	r.bytes += size
+	// Usually one result in, one out; a few more when a large one came.
+	var drop [4]*Result
+	n := 0
+	for r.bytes > r.max && n < len(drop) {
+		drop[n] = r.popLocked()
+		n++
+	}
+	r.mu.Unlock()
+	for _, d := range drop[:n] {
+		d.Release()
+	}
+}
+
+// shed releases the oldest results until at least n bytes were let go or
+// none is left, and returns the bytes let go (freed unless a fetch still
+// holds them).
+func (r *retainer) shed(n int64) int64 {
+	var gone []*Result
+	var shed int64
+	r.mu.Lock()
+	for shed < n && r.head < len(r.queue) {
+		shed += r.queue[r.head].size
+		gone = append(gone, r.popLocked())
+	}
+	r.mu.Unlock()
+	for _, g := range gone {
+		g.Release()
+	}
+	return shed
+}
+
+// popLocked removes the oldest result; the caller releases it.
+func (r *retainer) popLocked() *Result {
+	e := r.queue[r.head]
+	r.queue[r.head] = retained{}
+	r.head++
+	r.bytes -= e.size
+	if r.head == len(r.queue) {
+		r.queue, r.head = r.queue[:0], 0
+	} else if r.head > len(r.queue)/2 && r.head > 64 {
+		n := copy(r.queue, r.queue[r.head:])
+		clear(r.queue[n:])
+		r.queue, r.head = r.queue[:n], 0
+	}
+	return e.res
+}
+
+// size reports the bytes retained.
+func (r *retainer) size() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.bytes
+}
