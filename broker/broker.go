@@ -161,6 +161,9 @@ func Open(opts Options) (*Broker, error) {
 	b.every(replicaProgressEvery, b.reportProgress)
 	b.every(replicaProgressEvery, b.maintainLeaders)
 	b.every(opts.RetentionCheckInterval, func() { b.EnforceRetention(context.Background()) })
+	// Reads the coalescer retained for later fetches go once they aged,
+	// also when no newer read comes to push them out.
+	b.every(coalescer.DefaultRetainFor/2, b.coalescer.Expire)
 	return b, nil
 }
 

@@ -60,15 +60,15 @@ func (b *Broker) openCoalescer() error {
 }
 
 // coalescerRetainBytes is how many bytes of finished reads the coalescer
-// keeps for fetches that come a little later (consumers reading a backlog
-// together drift apart by a few fetches): a quarter of the fetch budget,
-// at most 256 MiB, 64 MiB when the budget is unbounded. They count
+// keeps (for at most coalescer.DefaultRetainFor) for fetches that come a
+// little later (consumers reading a backlog together drift apart by a few
+// fetches): a quarter of the fetch budget, at most 64 MiB. They count
 // against the budget, and reads that find it short shed them first.
 func coalescerRetainBytes(budget int64) int64 {
 	if budget <= 0 {
 		return 64 << 20
 	}
-	return min(budget/4, 256<<20)
+	return min(budget/4, 64<<20)
 }
 
 // CoalescerStats reports the coalescer's counters per shard.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -41,7 +42,7 @@ func New(opts Options) (*Coalescer, error) {
 	}
 	c := &Coalescer{free: opts.Free, registerer: opts.Registerer}
 	if opts.RetainBytes > 0 {
-		c.retain = &retainer{max: opts.RetainBytes}
+		c.retain = &retainer{max: opts.RetainBytes, maxAge: opts.RetainFor}
 	}
 	c.shards = make([]*shard, opts.Shards)
 	for i := range c.shards {
@@ -92,6 +93,16 @@ func (c *Coalescer) Shed(n int64) int64 {
 		return 0
 	}
 	return c.retain.shed(n)
+}
+
+// Expire lets go of the retained results that aged past
+// Options.RetainFor; the owner calls it now and then (a result is also
+// let go when a newer one is retained after it aged).
+func (c *Coalescer) Expire() {
+	if c == nil || c.retain == nil {
+		return
+	}
+	c.retain.expire(time.Now())
 }
 
 // RetainedBytes reports the bytes of results retained after their

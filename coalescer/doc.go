@@ -30,23 +30,43 @@
 // holding a live result; failing that, the least recently used ready slot
 // (whose holders keep their references: the result only stops being
 // findable); failing that, when every way is in flight, the read runs
-// uncached. Keys share only when every field is equal, so obligatory and
-// strict reads, different byte limits, isolation levels or offsets never
-// serve each other.
+// uncached. Keys share through the index only when every field is equal,
+// so obligatory and strict reads, different byte limits, isolation levels
+// or offsets never serve each other there (range hits, below, can).
 //
 // # States and reference counting
 //
 // A slot is empty, in flight or ready. Callers that find a read in flight
 // wait for it (an in-flight hit). When the read completes, its Result is
-// created with exactly one reference per waiter still waiting, and the slot
-// becomes ready. A ready slot points at the Result but owns no reference:
-// the cache never keeps bytes alive on its own. A later caller takes a
-// reference only if the result still has a holder (a compare-and-swap from
-// refs > 0 to refs+1, so a result whose last holder released it is never
-// revived) and is fresh: a ready hit. Otherwise it re-reads in the same
-// slot: a reinsertion. The last Release drops Data and hands it to
-// Options.Free, so pooled buffers return to their pool exactly once. Empty
-// results and errors reach every waiter of their read but are not retained.
+// created with exactly one reference per waiter still waiting, plus one
+// for the retainer (below), and the slot becomes ready. A ready slot points
+// at the Result but owns no reference. A later caller takes a reference
+// only if the result still has a holder (a compare-and-swap from refs > 0
+// to refs+1, so a result whose last holder released it is never revived)
+// and is fresh: a ready hit. Otherwise it re-reads in the same slot: a
+// reinsertion. The last Release drops Data and hands it to Options.Free,
+// so pooled buffers return to their pool exactly once. Empty results and
+// errors reach every waiter of their read but are not retained.
+//
+// # Retention
+//
+// With Options.RetainBytes the newest results keep one reference of the
+// coalescer's own after their fetches released them, up to that many
+// bytes, oldest let go first: consumers that read a backlog together
+// drift apart by a few fetches, and a result that lived only as long as
+// the fetch that read it would be gone before the next one asked. The
+// bytes stay charged to whatever budget the owner charges them to, and
+// Shed lets retained results go when that budget needs them.
+//
+// # Range hits
+//
+// With Options.Within a read that finds no result of its own key looks at
+// the partition's few latest results (same isolation level) still held by
+// someone; if one contains exactly the bytes this read would return
+// (log.Within decides, from the batch framing), the caller gets a view of
+// that part, holding a reference to the whole: a range hit, counted as a
+// ready hit too. A consumer a few batches behind another, or asking for
+// less, is then answered from bytes already read.
 //
 // # Freshness
 //

@@ -3,12 +3,16 @@ package coalescer
 import (
 	"fmt"
 	"runtime"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Defaults applied to zero-valued Options fields.
-const DefaultIndexBytes = 512 << 10
+const (
+	DefaultIndexBytes = 512 << 10
+	DefaultRetainFor  = 2 * time.Second
+)
 
 // Options configures a Coalescer. The zero value is valid: every zero field
 // takes its default.
@@ -37,9 +41,12 @@ type Options struct {
 	Within func(data []byte, key Key, upTo int64) (start, end int, ok bool)
 	// RetainBytes, when positive, keeps the newest results findable after
 	// their fetches released them, up to this many bytes of their
-	// buffers (the oldest go first; Shed lets them go sooner). 0 keeps a
-	// result only while a fetch holds it.
+	// buffers and for at most RetainFor (the oldest go first; Shed lets
+	// them go sooner, Expire once they aged). 0 keeps a result only while
+	// a fetch holds it.
 	RetainBytes int64
+	// RetainFor bounds how long a result is retained; default 2 s.
+	RetainFor time.Duration
 }
 
 // withDefaults validates o and fills in its zero fields.
@@ -61,6 +68,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.IndexBytes == 0 {
 		o.IndexBytes = DefaultIndexBytes
+	}
+	if o.RetainFor <= 0 {
+		o.RetainFor = DefaultRetainFor
 	}
 	return o, nil
 }

@@ -1,16 +1,23 @@
 package coalescer
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // retainer keeps the newest results referenced after their fetches
 // released them, up to a byte bound (Options.RetainBytes), so that
 // fetches arriving a little later find them: consumers reading a backlog
 // together drift apart by a few fetches, and without retention a result
 // is gone as soon as the fetch that read it has written its answer. The
-// oldest result goes first; the owner of the memory (the fetch budget)
-// sheds retained results when a read needs the bytes.
+// oldest result goes first, and none is kept longer than maxAge: past
+// that, the fetches it could serve have moved on, and tailing consumers
+// would otherwise keep the bound's worth of small stale results alive.
+// The owner of the memory (the fetch budget) sheds retained results when
+// a read needs the bytes.
 type retainer struct {
-	max int64
+	max    int64
+	maxAge time.Duration
 
 	mu    sync.Mutex
 	queue []retained // oldest first, from head
@@ -21,19 +28,22 @@ type retainer struct {
 type retained struct {
 	res  *Result
 	size int64 // cap(res.Data) when kept: what its buffer is charged
+	at   time.Time
 }
 
 // keep takes over a reference to res (one the caller counted for it) and
 // drops the oldest results past the bound.
 func (r *retainer) keep(res *Result) {
 	size := int64(cap(res.Data))
+	now := time.Now()
 	r.mu.Lock()
-	r.queue = append(r.queue, retained{res, size})
+	r.queue = append(r.queue, retained{res, size, now})
 	r.bytes += size
 	// Usually one result in, one out; a few more when a large one came.
+	// Expire lets go of the rest of what aged.
 	var drop [4]*Result
 	n := 0
-	for r.bytes > r.max && n < len(drop) {
+	for n < len(drop) && (r.bytes > r.max || now.Sub(r.queue[r.head].at) > r.maxAge) {
 		drop[n] = r.popLocked()
 		n++
 	}
@@ -59,6 +69,19 @@ func (r *retainer) shed(n int64) int64 {
 		g.Release()
 	}
 	return shed
+}
+
+// expire lets go of the results kept longer than maxAge.
+func (r *retainer) expire(now time.Time) {
+	var gone []*Result
+	r.mu.Lock()
+	for r.head < len(r.queue) && now.Sub(r.queue[r.head].at) > r.maxAge {
+		gone = append(gone, r.popLocked())
+	}
+	r.mu.Unlock()
+	for _, g := range gone {
+		g.Release()
+	}
 }
 
 // popLocked removes the oldest result; the caller releases it.

@@ -3,6 +3,7 @@ package coalescer
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // exact reads p into a buffer of exactly its length, so that retention
@@ -72,5 +73,27 @@ func TestRetentionIsBoundedAndShedOldestFirst(t *testing.T) {
 	held.Release() // the fetch's reference was the last
 	if freed.count() != before+1 {
 		t.Fatal("a result held by a fetch was freed when retention let it go, or not freed when the fetch released it")
+	}
+}
+
+func TestRetainedResultsExpire(t *testing.T) {
+	freed := &freeLog{}
+	c := newEnabled(t, Options{Shards: 1, RetainBytes: 1 << 20, RetainFor: time.Millisecond, Free: freed.free})
+	mustRead(t, c, keyAt(1), 0, exact("aaa")).Release()
+	mustRead(t, c, keyAt(2), 0, exact("bbb")).Release()
+	if c.RetainedBytes() != 6 {
+		t.Fatalf("%d bytes retained, want both results", c.RetainedBytes())
+	}
+	time.Sleep(5 * time.Millisecond)
+	c.Expire()
+	if c.RetainedBytes() != 0 || freed.count() != 2 {
+		t.Fatalf("after expiry: %d bytes retained, %d freed; want none and both", c.RetainedBytes(), freed.count())
+	}
+	// A newer result pushes out what aged, without Expire.
+	mustRead(t, c, keyAt(1), 0, exact("ccc")).Release()
+	time.Sleep(5 * time.Millisecond)
+	mustRead(t, c, keyAt(2), 0, exact("ddd")).Release()
+	if c.RetainedBytes() != 3 {
+		t.Fatalf("%d bytes retained, want only the newest result", c.RetainedBytes())
 	}
 }
