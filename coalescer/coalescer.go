@@ -74,6 +74,9 @@ func (c *Coalescer) SetEnabled(on bool) {
 		for _, s := range c.shards {
 			s.enable()
 		}
+		if c.retain != nil {
+			c.retain.switchOn(true)
+		}
 		c.enabled.Store(true)
 		return
 	}
@@ -81,7 +84,9 @@ func (c *Coalescer) SetEnabled(on bool) {
 	for _, s := range c.shards {
 		s.disable()
 	}
-	c.Shed(1 << 62)
+	if c.retain != nil {
+		c.retain.switchOn(false)
+	}
 }
 
 // Shed lets the oldest retained results go (Options.RetainBytes) until at
@@ -170,7 +175,9 @@ func (c *Coalescer) Close() {
 	for _, s := range c.shards {
 		s.disable()
 	}
-	c.Shed(1 << 62)
+	if c.retain != nil {
+		c.retain.switchOn(false)
+	}
 	if c.registerer != nil {
 		c.registerer.Unregister(c.collector)
 	}

@@ -23,6 +23,9 @@ type retainer struct {
 	queue []retained // oldest first, from head
 	head  int
 	bytes int64
+	// off while coalescing is switched off: a read that completes after
+	// the switch is not kept past it.
+	off bool
 }
 
 type retained struct {
@@ -37,6 +40,11 @@ func (r *retainer) keep(res *Result) {
 	size := int64(cap(res.Data))
 	now := time.Now()
 	r.mu.Lock()
+	if r.off {
+		r.mu.Unlock()
+		res.Release()
+		return
+	}
 	r.queue = append(r.queue, retained{res, size, now})
 	r.bytes += size
 	// Usually one result in, one out; a few more when a large one came.
@@ -69,6 +77,16 @@ func (r *retainer) shed(n int64) int64 {
 		g.Release()
 	}
 	return shed
+}
+
+// switchOn starts or stops retaining; stopping lets every result go.
+func (r *retainer) switchOn(on bool) {
+	r.mu.Lock()
+	r.off = !on
+	r.mu.Unlock()
+	if !on {
+		r.shed(1 << 62)
+	}
 }
 
 // expire lets go of the results kept longer than maxAge.

@@ -97,3 +97,21 @@ func TestRetainedResultsExpire(t *testing.T) {
 		t.Fatalf("%d bytes retained, want only the newest result", c.RetainedBytes())
 	}
 }
+
+func TestReadCompletingAfterSwitchOffIsNotRetained(t *testing.T) {
+	freed := &freeLog{}
+	c := newEnabled(t, Options{Shards: 1, RetainBytes: 1 << 20, Free: freed.free})
+	held := &reader{payload: "late", hold: make(chan struct{})}
+	out := readAsync(c, context.Background(), baseKey(), 0, held.read)
+	waitUntil(t, "the read starts", func() bool { return held.calls.Load() == 1 })
+	c.SetEnabled(false)
+	close(held.hold)
+	o := receive(t, out)
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	o.res.Release()
+	if c.RetainedBytes() != 0 || freed.count() != 1 {
+		t.Fatalf("%d bytes retained, %d freed after switching off: the late read must not be kept", c.RetainedBytes(), freed.count())
+	}
+}

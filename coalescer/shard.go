@@ -175,12 +175,16 @@ func (s *shard) rangeHit(held []*Result, key *Key, current int64) *Result {
 // back. A read whose initiator is already gone is not made: the bytes
 // would be wasted on it, and its waiters retry with their own contexts.
 func (s *shard) lead(f *flight) {
-	// Yield once before reading. The fetches one append wakes become
-	// runnable together, but this one would otherwise read, answer and
-	// release before the others run: each would then find the result
-	// gone and read again. One yield lets them join this flight first;
-	// with nothing else runnable it costs a few hundred nanoseconds.
-	runtime.Gosched()
+	if s.retain == nil {
+		// Yield once before reading. The fetches one append wakes become
+		// runnable together, but this one would otherwise read, answer
+		// and release before the others run: each would then find the
+		// result gone and read again. One yield lets them join this
+		// flight first; with nothing else runnable it costs a few
+		// hundred nanoseconds. A retained result outlives this fetch, so
+		// then the others find it ready instead, without waiting on it.
+		runtime.Gosched()
+	}
 	if err := f.ctx.Err(); err != nil {
 		s.complete(f, nil, 0, err)
 		return

@@ -98,16 +98,24 @@ func TestFetchMemoryBudget(t *testing.T) {
 	}
 	t.Logf("peak %v of %d, waits %v, trimmed %v", peak, budget, waits, trimmed)
 
-	// Connections dying mid-response give everything back.
+	// Connections dying mid-response give everything back: the request
+	// pool to zero, the fetch budget to what it holds for reuse (read
+	// buffers kept, at most a quarter of it, and reads the coalescer
+	// retains, none with coalescing off).
 	for _, c := range conns {
 		c.Close()
 	}
 	pollUntil(t, 30*time.Second, "fetch budget and request pool released", func() error {
 		s := scrapeMetrics(t, b)
-		for _, series := range []string{"weir_fetch_memory_in_use_bytes", "weir_request_memory_in_use_bytes"} {
-			if v, ok := s.value(series); !ok || v != 0 {
-				return fmt.Errorf("%s %v (present %v)", series, v, ok)
-			}
+		if v, ok := s.value("weir_request_memory_in_use_bytes"); !ok || v != 0 {
+			return fmt.Errorf("weir_request_memory_in_use_bytes %v (present %v)", v, ok)
+		}
+		inUse, ok := s.value("weir_fetch_memory_in_use_bytes")
+		held, _ := s.value("weir_fetch_read_buffers_held_bytes")
+		retained, _ := s.value("weir_fetch_read_coalescer_retained_bytes")
+		if !ok || inUse != held+retained || held > budget/4 {
+			return fmt.Errorf("weir_fetch_memory_in_use_bytes %v (present %v), buffers held for reuse %v (at most %d), reads retained %v",
+				inUse, ok, held, budget/4, retained)
 		}
 		return nil
 	})
