@@ -54,10 +54,10 @@ type Node struct {
 	ConnectionMaxInflightRequests int `koanf:"connection_max_inflight_requests"`
 	// MemoryLimitBytes sets the Go runtime's soft memory limit (as
 	// GOMEMLIMIT does, which wins when set). 0, the default, keeps it
-	// where the broker's memory is: the collector's usual headroom for
-	// what lies outside the fetch and request budgets and none for the
-	// bytes they hold, at most 90% of the cgroup's or machine's memory
-	// (memory.SoftLimit); -1 leaves the runtime's default (no limit).
+	// where the broker's memory is: headroom for what lies outside the
+	// fetch and request budgets and none for the bytes they hold, at
+	// most 90% of the cgroup's or machine's memory (memory.SoftLimit);
+	// -1 leaves the runtime's default (no limit).
 	MemoryLimitBytes int64 `koanf:"memory_limit_bytes"`
 	// KafkaSASLMechanisms, when set, makes the Kafka listener
 	// SASL_PLAINTEXT: clients authenticate with one of these mechanisms

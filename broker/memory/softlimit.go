@@ -16,11 +16,12 @@ import (
 // collected, and fan-out consumers keep it full. The budgets already
 // bound those bytes, so doubling them buys nothing.
 //
-// SoftLimit therefore gives the collector its usual headroom (the live
-// heap again) only for memory outside the budgets, and none for the bytes
-// the budgets hold:
+// SoftLimit therefore gives the collector headroom only for memory
+// outside the budgets, half of it (as GOGC=50 would, once that memory is
+// large enough for Slack not to cover it), and none for the bytes the
+// budgets hold:
 //
-//	limit = live + max(live - charged, 0) + Slack,  within [Floor, Ceiling]
+//	limit = live + max(live - charged, 0)/2 + Slack,  within [Floor, Ceiling]
 //
 // where live is the heap live at the last collection and charged what the
 // budgets hold now, recomputed every Interval. A burst that fills a budget
@@ -62,7 +63,7 @@ func (s *SoftLimit) Limit(live, charged int64) int64 {
 	if slack <= 0 {
 		slack = DefaultSoftLimitSlack
 	}
-	limit := max(live+max(live-charged, 0)+slack, floor)
+	limit := max(live+max(live-charged, 0)/2+slack, floor)
 	if s.Ceiling > 0 {
 		limit = min(limit, s.Ceiling)
 	}

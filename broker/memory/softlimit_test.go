@@ -16,8 +16,8 @@ func TestSoftLimitGivesHeadroomOnlyOutsideTheBudgets(t *testing.T) {
 		live, charged int64
 		want          int64
 	}{
-		{"nothing charged: the collector's usual doubling", 300 * mib, 0, 610 * mib},
-		{"a full fetch budget is not doubled", 306 * mib, 256 * mib, 366 * mib},
+		{"nothing charged: half the live heap again", 300 * mib, 0, 460 * mib},
+		{"a full fetch budget gets no headroom", 306 * mib, 256 * mib, 341 * mib},
 		{"charged ahead of the last collection's live heap", 50 * mib, 256 * mib, 100 * mib},
 		{"small heap: the floor", 20 * mib, 0, 100 * mib},
 		{"large heap: the ceiling", 900 * mib, 100 * mib, 1000 * mib},
@@ -30,7 +30,7 @@ func TestSoftLimitGivesHeadroomOnlyOutsideTheBudgets(t *testing.T) {
 	if got := defaults.Limit(0, 0); got != DefaultSoftLimitFloor {
 		t.Errorf("zero SoftLimit, empty heap: %d, want the default floor", got)
 	}
-	if got := defaults.Limit(1<<30, 0); got != 2<<30+DefaultSoftLimitSlack {
+	if got := defaults.Limit(1<<30, 0); got != 3<<29+DefaultSoftLimitSlack {
 		t.Errorf("zero SoftLimit has a ceiling: %d", got)
 	}
 }
@@ -66,11 +66,11 @@ func TestSoftLimitFollowsTheHeapAndLiftsTheLimitWhenDone(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	waitFor(401 * mib)
+	waitFor(301 * mib)
 	mu.Lock()
 	live, charged = 456*mib, 256*mib // a fetch budget filled up
 	mu.Unlock()
-	waitFor(657 * mib)
+	waitFor(557 * mib)
 	cancel()
 	select {
 	case <-done:

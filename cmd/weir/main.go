@@ -134,7 +134,7 @@ func newLogger(level string) *slog.Logger {
 // memory_limit_bytes says, unless GOMEMLIMIT (which the runtime already
 // applied) is set: a fixed limit for a positive value, none for -1, and
 // for 0 (the default) one that follows the broker's memory
-// (memory.SoftLimit: the collector's usual headroom for what lies outside
+// (memory.SoftLimit: the collector's headroom for what lies outside
 // the fetch and request budgets, none for what they hold, at most 90% of
 // the cgroup's or machine's memory), which it returns for the caller to
 // run.
