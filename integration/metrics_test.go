@@ -157,6 +157,10 @@ func TestMetricsCluster(t *testing.T) {
 		"weir_fetch_memory_budget_bytes", "weir_fetch_memory_in_use_bytes", "weir_fetch_memory_peak_bytes",
 		"weir_fetch_memory_waits_total", "weir_fetch_memory_wait_seconds_total",
 		"weir_fetch_memory_trimmed_reads_total", "weir_fetch_memory_overdraft_bytes_total",
+		"weir_fetch_read_buffers_held_bytes", "weir_fetch_read_coalescer_retained_bytes",
+		"weir_fetch_read_coalescer_range_hits_total", "weir_fetch_read_coalescer_shared_bytes_total",
+		"weir_fetch_read_coalescer_reads_total", "weir_fetch_read_coalescer_read_bytes_total",
+		"weir_fetch_read_coalescer_read_seconds_total",
 	} {
 		if !strings.Contains(pages.String(), "# TYPE "+family+" ") {
 			t.Errorf("no broker's /metrics has the %s family", family)
