@@ -91,14 +91,28 @@ func (s *SoftLimit) Run(ctx context.Context) {
 	defer set(math.MaxInt64)
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	last := int64(-1)
 	for {
-		set(s.Limit(live(), charged()))
+		// A new limit makes the runtime recompute its pacing and wake
+		// its scavenger: not worth doing for the few KiB an idle heap
+		// moves by between updates.
+		if limit := s.Limit(live(), charged()); last < 0 || abs(limit-last) > last/32 {
+			set(limit)
+			last = limit
+		}
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			return
 		}
 	}
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
 
 // runtimeLiveHeap reads the heap the last collection found live.
