@@ -78,6 +78,19 @@ func (s *shard) read(ctx context.Context, key Key, current int64, read ReadFunc)
 			arrived = s.flights
 		}
 		match, victim := x.probe(&key)
+		if match < 0 && !triedRange && s.recent != nil {
+			// No result of this key: perhaps part of a recent one of its
+			// partition is exactly what this read would return.
+			triedRange = true
+			var held [recentWays]*Result
+			if n := s.recent.acquire(key.partition(), &held); n > 0 {
+				s.mu.Unlock()
+				if r := s.rangeHit(held[:n], &key, current); r != nil {
+					return r, nil
+				}
+				continue
+			}
+		}
 		var f *flight
 		joined := false
 		switch {
@@ -103,17 +116,6 @@ func (s *shard) read(ctx context.Context, key Key, current int64, read ReadFunc)
 			s.mu.Unlock()
 			s.counters.reinsertions.Add(1)
 			s.lead(f)
-		case !triedRange && s.recent != nil:
-			// No result of this key: perhaps part of a recent one of its
-			// partition is exactly what this read would return.
-			triedRange = true
-			var held [recentWays]*Result
-			n := s.recent.acquire(key.partition(), &held)
-			s.mu.Unlock()
-			if r := s.rangeHit(held[:n], &key, current); r != nil {
-				return r, nil
-			}
-			continue
 		default:
 			if victim >= 0 {
 				f = s.newFlight(ctx, &key, read, x, victim)
