@@ -130,21 +130,25 @@ func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *
 // rather than for the fastest failover of one (docs/architecture.md,
 // "Many Raft groups"). hashicorp/raft runs them per group: an idle leader
 // sends each follower a heartbeat every tenth to fifth of its heartbeat
-// timeout (0.6–1.2 s with the leader's 6 s; the node's transport carries
-// all groups' heartbeats to a peer in one frame) and an empty append
-// every CommitTimeout–2×CommitTimeout so followers learn the commit index
-// (both keep the leader's lease). A follower that hears nothing for its
-// heartbeat timeout (3 s) campaigns at its next check, within 1–3 of
-// them: a dead leader's partitions are led elsewhere, as Metadata shows,
-// within 12 s (3–9 s to notice, then the votes, the new leader's barrier
-// and its report to the controller); Kafka notices a dead broker after
-// broker.session.timeout.ms, 9 s.
+// timeout (1.2–2.4 s with the leader's 12 s) and an empty append every
+// CommitTimeout–2×CommitTimeout (1–2 s) so followers learn the commit
+// index; both keep the leader's lease and the follower's contact, and the
+// node's transport lets them wait up to 250 ms to share frames and writes
+// with other groups' (raft.Config's transport delay). Each of the two
+// alone reaches a follower well within its heartbeat timeout (3 s). A
+// follower that hears nothing for that long campaigns at its next check:
+// a dead leader's partitions are led elsewhere, as Metadata shows, within
+// 12 s (3–9 s to notice, then the votes, the new leader's barrier and its
+// report to the controller); Kafka notices a dead broker after
+// broker.session.timeout.ms, 9 s. An idle follower's commit index, and so
+// the high watermark a follower fetch sees, lags the leader's by up to
+// 2.5 s after produce stops (while produce flows, every append carries it).
 const (
 	partitionHeartbeatTimeout       = 3 * time.Second
-	partitionLeaderHeartbeatTimeout = 6 * time.Second
+	partitionLeaderHeartbeatTimeout = 12 * time.Second
 	partitionElectionTimeout        = 3 * time.Second
 	partitionLeaseTimeout           = 2500 * time.Millisecond
-	partitionCommitTimeout          = 500 * time.Millisecond
+	partitionCommitTimeout          = time.Second
 )
 
 // soloRaftTimeouts are the timers of a group with a single voter: it

@@ -44,10 +44,13 @@
 //     written straight from the Log slices with writev), and a connection
 //     of its own per InstallSnapshot. Each group has a groupTransport,
 //     its hraft.Transport, whose Close detaches only that group. The
-//     heartbeats of all groups to a peer wait up to a 25 ms tick and go
-//     as one frame; the receiver runs each group's own heartbeat handler
-//     and sends every group's real answer back in one frame. Nothing is
-//     ever answered on a group's behalf. Connections scale with peers,
+//     heartbeats of all groups to a peer wait up to their group's delay
+//     (a fraction of its timers, at most 250 ms: Config.transportDelay)
+//     and go as one frame; the receiver runs each group's own heartbeat
+//     handler and sends every group's real answer back in one frame.
+//     Appends that only carry the commit index, and their answers, wait
+//     the same way to share a writev with whatever else goes to that
+//     peer. Nothing is ever answered on a group's behalf. Connections scale with peers,
 //     not groups; an idle group has no goroutine and no connection.
 //   - Log store (walstore/): one write-ahead log per node for every
 //     group's entries, truncations and term/vote, with a per-group index

@@ -83,7 +83,7 @@ func (m *Mux) Start(cfg Config) (*Group, error) {
 	}
 	// Register the name first: a second Start of a running group must fail
 	// here, before it touches the first one's state.
-	if g.trans, err = m.groupTransport(cfg.Group, TransportOptions{Timeout: cfg.TransportTimeout}); err != nil {
+	if g.trans, err = m.groupTransport(cfg.Group, TransportOptions{Timeout: cfg.TransportTimeout, Delay: cfg.transportDelay()}); err != nil {
 		return nil, err
 	}
 	if g.store, err = m.openGroupStore(cfg.Dir, cfg.Group, hl); err != nil {

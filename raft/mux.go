@@ -525,6 +525,12 @@ func (c *trackedConn) Close() error {
 	return err
 }
 
+// NetConn returns the connection c wraps (as tls.Conn does), so that the
+// transport's writer can hand a batch of buffers to it in one writev:
+// net.Buffers.WriteTo only does that for the net package's own types and
+// otherwise writes buffer by buffer, a syscall each.
+func (c *trackedConn) NetConn() net.Conn { return c.Conn }
+
 // advertAddr is a net.Addr for an address string; NetworkTransport only
 // calls String on it.
 type advertAddr string

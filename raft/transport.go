@@ -52,7 +52,7 @@ import (
 // follower every HeartbeatTimeout/10 (batched per peer and tick) and an
 // AppendEntries without entries every CommitTimeout, carrying the commit
 // index. Those appends and their answers are lazy frames
-// (transport_conn.go): they wait up to the tick to share a write with
+// (transport_conn.go): they wait up to the group's delay to share a write with
 // others on the connection. Nothing on the wire says so: both ends tell
 // from the request having no entries.
 //
@@ -72,12 +72,13 @@ const (
 	// tpWriteTimeout bounds one write on a connection: a peer that does
 	// not read for this long loses the connection.
 	tpWriteTimeout = 10 * time.Second
-	// tpHeartbeatTick is how long a heartbeat waits for others to the same
-	// peer before its batch goes out, and how long a lazy frame may wait
-	// for company: far below any lease timeout (a partition's is 1.5 s),
-	// and long enough that a heartbeat frame carries many groups (at 10 ms,
-	// 300 groups per node made frames of about 3).
-	tpHeartbeatTick = 25 * time.Millisecond
+	// tpDefaultDelay is TransportOptions.Delay's default. A group's delay
+	// is how long its heartbeat waits for others to the same peer before
+	// their batch goes out, and how long its lazy frames may wait for
+	// company (at 10 ms, 300 groups per node made heartbeat frames of
+	// about 3; a thousand idle partitions cost half the CPU at 250 ms
+	// that they did at 25).
+	tpDefaultDelay = 25 * time.Millisecond
 	// tpDialBackoffMin/Max: after a failed dial, calls to that peer fail
 	// at once for this long (doubling per failure up to the max).
 	tpDialBackoffMin = 50 * time.Millisecond
@@ -102,6 +103,12 @@ type TransportOptions struct {
 	// Timeout bounds one RPC, from the call to its answer; InstallSnapshot
 	// scales it by the snapshot's size (per 256 KiB). Default 10 s.
 	Timeout time.Duration
+	// Delay is how long the group's heartbeats, its appends that carry
+	// only the commit index, and the answers to both may wait to share a
+	// frame and a write with other groups' (each way). It must stay far
+	// below the group's heartbeat and lease timeouts; Mux.Start derives it
+	// from them (Config.transportDelay). Default 25 ms.
+	Delay time.Duration
 }
 
 // Errors callers see; the text never contains "unexpected command", which
@@ -119,7 +126,6 @@ type transportHub struct {
 	log  *slog.Logger
 	met  *transportMetrics
 	st   tpCounters
-	tick time.Duration
 	ln   *layer
 	done chan struct{} // closed by close
 
@@ -164,7 +170,7 @@ func (m *Mux) transport() (*transportHub, error) {
 		return nil, fmt.Errorf("raft transport: %w", err)
 	}
 	h := &transportHub{
-		m: m, log: m.log, tick: tpHeartbeatTick, ln: ln,
+		m: m, log: m.log, ln: ln,
 		done:   make(chan struct{}),
 		groups: make(map[string]*groupTransport),
 		peers:  make(map[string]*peer),
@@ -200,8 +206,11 @@ func (m *Mux) groupTransport(group string, opts TransportOptions) (*groupTranspo
 	if opts.Timeout <= 0 {
 		opts.Timeout = tpDefaultTimeout
 	}
+	if opts.Delay <= 0 {
+		opts.Delay = tpDefaultDelay
+	}
 	gt := &groupTransport{
-		hub: h, name: group, timeout: opts.Timeout,
+		hub: h, name: group, timeout: opts.Timeout, delay: opts.Delay,
 		consumeCh: make(chan hraft.RPC),
 		closed:    make(chan struct{}),
 	}
@@ -310,6 +319,7 @@ type groupTransport struct {
 	hub       *transportHub
 	name      string
 	timeout   time.Duration
+	delay     time.Duration // TransportOptions.Delay
 	consumeCh chan hraft.RPC
 	hbFn      sync.Mutex // guards heartbeat
 	heartbeat func(hraft.RPC)
@@ -401,25 +411,25 @@ func (gt *groupTransport) AppendEntries(_ hraft.ServerID, target hraft.ServerAdd
 	if isHeartbeat(args) {
 		return gt.sendHeartbeat(string(target), args, resp)
 	}
-	return gt.call(string(target), laneData, encodeAppendReq(gt.name, args), resp, len(args.Entries) == 0)
+	return gt.call(string(target), laneData, encodeAppendReq(gt.name, args), resp, gt.appendWait(args))
 }
 
 // RequestVote implements hraft.Transport.
 func (gt *groupTransport) RequestVote(_ hraft.ServerID, target hraft.ServerAddress,
 	args *hraft.RequestVoteRequest, resp *hraft.RequestVoteResponse) error {
-	return gt.call(string(target), laneControl, encodeVoteReq(gt.name, args), resp, false)
+	return gt.call(string(target), laneControl, encodeVoteReq(gt.name, args), resp, 0)
 }
 
 // RequestPreVote implements hraft.WithPreVote.
 func (gt *groupTransport) RequestPreVote(_ hraft.ServerID, target hraft.ServerAddress,
 	args *hraft.RequestPreVoteRequest, resp *hraft.RequestPreVoteResponse) error {
-	return gt.call(string(target), laneControl, encodePreVoteReq(gt.name, args), resp, false)
+	return gt.call(string(target), laneControl, encodePreVoteReq(gt.name, args), resp, 0)
 }
 
 // TimeoutNow implements hraft.Transport.
 func (gt *groupTransport) TimeoutNow(_ hraft.ServerID, target hraft.ServerAddress,
 	args *hraft.TimeoutNowRequest, resp *hraft.TimeoutNowResponse) error {
-	return gt.call(string(target), laneControl, encodeTimeoutNowReq(gt.name, args), resp, false)
+	return gt.call(string(target), laneControl, encodeTimeoutNowReq(gt.name, args), resp, 0)
 }
 
 // AppendEntriesPipeline implements hraft.Transport.
@@ -456,9 +466,19 @@ func (gt *groupTransport) forgetPipeline(pl *pipeline) {
 	gt.inMu.Unlock()
 }
 
+// appendWait is how long an AppendEntries may wait for company: its
+// group's delay when it has no entries (it only carries the commit
+// index), else not at all.
+func (gt *groupTransport) appendWait(args *hraft.AppendEntriesRequest) time.Duration {
+	if len(args.Entries) == 0 {
+		return gt.delay
+	}
+	return 0
+}
+
 // call sends one request on lane and waits for its answer, decoded into
-// resp; lazy lets the request wait for company (tconn).
-func (gt *groupTransport) call(target string, lane int, e *tpEnc, resp any, lazy bool) error {
+// resp; wait lets the request wait that long for company (tconn.queue).
+func (gt *groupTransport) call(target string, lane int, e *tpEnc, resp any, wait time.Duration) error {
 	h := gt.hub
 	if err := gt.shutdownErr(); err != nil {
 		return err
@@ -480,7 +500,7 @@ func (gt *groupTransport) call(target string, lane int, e *tpEnc, resp any, lazy
 	}
 	c := &syncCall{callState: callState{done: make(chan struct{})}, typ: e.buf[1], resp: resp}
 	id := cc.newID()
-	if err := cc.send(c, id, frame, n, lazy); err != nil {
+	if err := cc.send(c, id, frame, n, wait); err != nil {
 		h.countError(tpErrConn)
 		return err
 	}

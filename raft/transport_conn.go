@@ -21,8 +21,9 @@ import (
 //
 // Frames are urgent or lazy. An urgent frame wakes the writer at once. A
 // lazy one (an AppendEntries without entries, which only carries the
-// commit index, and the answer to one) may wait up to the hub's tick for
-// company: an idle leader sends each follower one every CommitTimeout,
+// commit index, and the answer to one) may wait up to its group's delay
+// (TransportOptions.Delay) for company: an idle leader sends each
+// follower one every CommitTimeout,
 // and a thousand groups' worth of them, and of their answers, then share
 // one writev and one wakeup of the reader at the other end instead of
 // costing a syscall and two wakeups each. The queue keeps its order and
@@ -38,6 +39,7 @@ const (
 type tconn struct {
 	h       *transportHub
 	c       net.Conn
+	w       io.Writer // c, or the net.Conn it wraps: see writerOf
 	inbound bool
 
 	wmu    sync.Mutex
@@ -45,8 +47,8 @@ type tconn struct {
 	wn     int         // their bytes, by wmu
 	wf     int         // their frame count, by wmu
 	urgent bool        // wq holds an urgent frame and wake was sent, by wmu
-	lazyOn bool        // lazyT runs for the lazy frames in wq, by wmu
-	lazyT  *time.Timer // flushes lazy frames after the hub's tick
+	lazyAt time.Time   // when lazyT fires for the lazy frames in wq (zero: not armed), by wmu
+	lazyT  *time.Timer // flushes lazy frames by the earliest one's deadline
 	wake   chan struct{}
 	closed chan struct{} // closed by close
 
@@ -56,7 +58,7 @@ type tconn struct {
 }
 
 func (h *transportHub) newTconn(c net.Conn, inbound bool) (*tconn, bool) {
-	t := &tconn{h: h, c: c, inbound: inbound, wake: make(chan struct{}, 1), closed: make(chan struct{})}
+	t := &tconn{h: h, c: c, w: writerOf(c), inbound: inbound, wake: make(chan struct{}, 1), closed: make(chan struct{})}
 	t.lazyT = time.NewTimer(time.Hour)
 	t.lazyT.Stop()
 	h.mu.Lock()
@@ -76,13 +78,26 @@ func (h *transportHub) newTconn(c net.Conn, inbound bool) (*tconn, bool) {
 	return t, true
 }
 
+// writerOf is what the writer hands its batches to: the connection under
+// c's wrappers when they expose it (the mux's trackedConn does, a test's
+// fault-injecting wrapper does not), so that net.Buffers.WriteTo writes a
+// batch with one writev instead of one write per buffer.
+func writerOf(c net.Conn) io.Writer {
+	for {
+		u, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			return c
+		}
+		c = u.NetConn()
+	}
+}
+
 // enqueue queues one urgent frame; false if the connection is closed.
-func (t *tconn) enqueue(frame net.Buffers, n int) bool { return t.queue(frame, n, false) }
+func (t *tconn) enqueue(frame net.Buffers, n int) bool { return t.queue(frame, n, 0) }
 
-// enqueueLazy queues a frame that may wait up to the hub's tick.
-func (t *tconn) enqueueLazy(frame net.Buffers, n int) bool { return t.queue(frame, n, true) }
-
-func (t *tconn) queue(frame net.Buffers, n int, lazy bool) bool {
+// queue queues a frame that may wait up to wait for company (0: urgent);
+// false if the connection is closed.
+func (t *tconn) queue(frame net.Buffers, n int, wait time.Duration) bool {
 	t.wmu.Lock()
 	select {
 	case <-t.closed:
@@ -95,16 +110,18 @@ func (t *tconn) queue(frame net.Buffers, n int, lazy bool) bool {
 	t.wf++
 	kick := false
 	switch {
-	case !lazy:
+	case wait <= 0:
 		// Once urgent is set the writer has been woken and has yet to
 		// take the queue: it takes this frame too.
 		kick = !t.urgent
 		t.urgent = true
-	case !t.urgent && !t.lazyOn:
+	case !t.urgent:
 		// A timer rather than a wakeup: the writer sleeps until the
-		// first lazy frame has waited its tick.
-		t.lazyOn = true
-		t.lazyT.Reset(t.h.tick)
+		// earliest deadline of the lazy frames queued.
+		if at := time.Now().Add(wait); t.lazyAt.IsZero() || at.Before(t.lazyAt) {
+			t.lazyAt = at
+			t.lazyT.Reset(wait)
+		}
 	}
 	t.wmu.Unlock()
 	if kick {
@@ -130,7 +147,7 @@ func (t *tconn) writeLoop() {
 			return
 		}
 		t.wmu.Lock()
-		if !fired && !t.urgent && t.lazyOn {
+		if !fired && !t.urgent && !t.lazyAt.IsZero() {
 			// A wakeup left over from frames already written: the lazy
 			// frames since have their timer.
 			t.wmu.Unlock()
@@ -140,8 +157,8 @@ func (t *tconn) writeLoop() {
 		n, f := t.wn, t.wf
 		t.wn, t.wf = 0, 0
 		t.urgent = false
-		if t.lazyOn {
-			t.lazyOn = false
+		if !t.lazyAt.IsZero() {
+			t.lazyAt = time.Time{}
 			t.lazyT.Stop()
 		}
 		t.wmu.Unlock()
@@ -150,7 +167,7 @@ func (t *tconn) writeLoop() {
 		}
 		t.c.SetWriteDeadline(time.Now().Add(tpWriteTimeout))
 		w := q // WriteTo consumes its receiver
-		if _, err := w.WriteTo(t.c); err != nil {
+		if _, err := w.WriteTo(t.w); err != nil {
 			t.close(fmt.Errorf("raft transport: writing to %s: %w", t.c.RemoteAddr(), err))
 			return
 		}
@@ -209,9 +226,9 @@ type clientConn struct {
 
 func (cc *clientConn) newID() uint32 { return cc.next.Add(1) }
 
-// send registers c under id (from newID) and queues its frame, lazy or
-// urgent (see tconn).
-func (cc *clientConn) send(c pendingCall, id uint32, frame net.Buffers, n int, lazy bool) error {
+// send registers c under id (from newID) and queues its frame, urgent or
+// allowed to wait (see tconn.queue).
+func (cc *clientConn) send(c pendingCall, id uint32, frame net.Buffers, n int, wait time.Duration) error {
 	cc.mu.Lock()
 	if cc.pending == nil {
 		cc.mu.Unlock()
@@ -221,7 +238,7 @@ func (cc *clientConn) send(c pendingCall, id uint32, frame net.Buffers, n int, l
 	cc.mu.Unlock()
 	setTpID(frame, id)
 	cc.lastUse.Store(time.Now().UnixNano())
-	if !cc.queue(frame, n, lazy) {
+	if !cc.queue(frame, n, wait) {
 		cc.mu.Lock()
 		delete(cc.pending, id)
 		cc.mu.Unlock()
@@ -307,8 +324,8 @@ type peer struct {
 
 	mu    sync.Mutex
 	lanes [laneCount]lane // by mu
-	hbQ   []*hbCall       // heartbeats waiting for the tick, by mu
-	hbArm bool            // hbT is set to flush them, by mu
+	hbQ   []*hbCall       // heartbeats waiting for their batch, by mu
+	hbAt  time.Time       // when hbT flushes them (zero: not armed), by mu
 	hbT   *time.Timer     // runs flushHeartbeats; made on first use, by mu
 }
 

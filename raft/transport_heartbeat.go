@@ -10,9 +10,10 @@ import (
 
 // Heartbeat batching. hashicorp/raft sends each follower of each group an
 // empty AppendEntries every HeartbeatTimeout/10 from a goroutine per
-// follower. Here each such call queues on the target's peer; the first
-// one arms a timer, and after tpHeartbeatTick (or at tpFlushBatch
-// heartbeats) everything queued for that peer goes out as ONE frame on its
+// follower. Here each such call queues on the target's peer, where a
+// timer runs to the earliest deadline of those queued (each may wait its
+// group's delay); then (or at tpFlushBatch heartbeats) everything queued
+// for that peer goes out as ONE frame on its
 // control connection. The receiver hands every entry to its own group and
 // answers the whole batch in one frame once each group has answered;
 // every caller then returns its own group's answer.
@@ -100,12 +101,12 @@ func (p *peer) queueHeartbeat(c *hbCall) {
 	p.mu.Lock()
 	p.hbQ = append(p.hbQ, c)
 	full := len(p.hbQ) >= tpFlushBatch
-	if !full && !p.hbArm {
-		p.hbArm = true
+	if at := time.Now().Add(c.gt.delay); !full && (p.hbAt.IsZero() || at.Before(p.hbAt)) {
+		p.hbAt = at
 		if p.hbT == nil {
-			p.hbT = time.AfterFunc(p.h.tick, p.flushHeartbeats)
+			p.hbT = time.AfterFunc(c.gt.delay, p.flushHeartbeats)
 		} else {
-			p.hbT.Reset(p.h.tick)
+			p.hbT.Reset(c.gt.delay)
 		}
 	}
 	p.mu.Unlock()
@@ -117,7 +118,7 @@ func (p *peer) queueHeartbeat(c *hbCall) {
 func (p *peer) takeHeartbeats() []*hbCall {
 	p.mu.Lock()
 	q := p.hbQ
-	p.hbQ, p.hbArm = nil, false
+	p.hbQ, p.hbAt = nil, time.Time{}
 	p.mu.Unlock()
 	return q
 }
@@ -155,7 +156,7 @@ func (p *peer) flushHeartbeats() {
 		fail(err)
 		return
 	}
-	if err := cc.send(&hbFlight{calls: live}, cc.newID(), frame, n, false); err != nil {
+	if err := cc.send(&hbFlight{calls: live}, cc.newID(), frame, n, 0); err != nil {
 		fail(err)
 		return
 	}

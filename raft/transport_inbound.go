@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"time"
 
 	hraft "github.com/hashicorp/raft"
 )
@@ -122,9 +123,9 @@ func (sc *serverConn) dispatch(typ byte, id uint32, body []byte) error {
 		}
 	}
 	in := inbound{cmd: cmd, sc: sc, id: id, typ: typ}
-	if a, ok := cmd.(*hraft.AppendEntriesRequest); ok && len(a.Entries) == 0 {
-		// The sender held it as a lazy frame; its answer can wait too.
-		in.lazy = true
+	if a, ok := cmd.(*hraft.AppendEntriesRequest); ok {
+		// The sender let it wait for company; its answer can wait too.
+		in.wait = gt.appendWait(a)
 	}
 	gt.enqueue(in)
 	return nil
@@ -139,7 +140,7 @@ type inbound struct {
 	typ   byte
 	batch *hbBatchIn
 	idx   int
-	lazy  bool // answer with a lazy frame (tconn)
+	wait  time.Duration // how long the answer may wait for company (tconn.queue)
 }
 
 func (in *inbound) reply(r hraft.RPCResponse) {
@@ -154,7 +155,7 @@ func (in *inbound) reply(r hraft.RPCResponse) {
 	} else {
 		frame, n = responseFrame(in.typ, in.id, r.Response)
 	}
-	in.sc.queue(frame, n, in.lazy)
+	in.sc.queue(frame, n, in.wait)
 }
 
 func (gt *groupTransport) enqueue(in inbound) {

@@ -154,8 +154,7 @@ func (pl *pipeline) issue(cc *clientConn, args *hraft.AppendEntriesRequest, resp
 		}
 	}
 	pl.mu.Unlock()
-	// Lazy: an append without entries only carries the commit index.
-	if err := cc.send(f, f.id, frame, n, len(args.Entries) == 0); err != nil {
+	if err := cc.send(f, f.id, frame, n, pl.gt.appendWait(args)); err != nil {
 		// Delivered failed, in order, like any other.
 		if f.begin() {
 			f.finish(err)

@@ -96,14 +96,14 @@ func TestTransportManyGroups(t *testing.T) {
 		t.Logf("%s: %+v", n.id, st)
 	}
 	t.Logf("idle 3 s: %d heartbeats in %d frames (%.1f per frame), %d failed calls", hbs, frames, float64(hbs)/float64(max(frames, 1)), fail)
-	// A peer gets at most one batch per tick, whatever the number of
+	// A peer gets at most one batch per delay, whatever the number of
 	// groups, so groups per frame is the heartbeat rate to a peer times
-	// the tick (here ~67 leaders per node, a heartbeat each 100–200 ms:
+	// the delay (here ~67 leaders per node, a heartbeat each 100–200 ms:
 	// ~5 per frame; with 1,000s of groups, 1,000s per second per peer,
 	// the frames stay at 100/s).
 	links := uint64(len(nodes) * (len(nodes) - 1))
-	if limit := links * uint64(1.5*3*float64(time.Second/tpHeartbeatTick)); frames > limit {
-		t.Errorf("%d heartbeat frames in 3 s on %d links: more than one per tick", frames, links)
+	if limit := links * uint64(1.5*3*float64(time.Second/tpDefaultDelay)); frames > limit {
+		t.Errorf("%d heartbeat frames in 3 s on %d links: more than one per delay", frames, links)
 	}
 	if frames == 0 || hbs < 3*frames {
 		t.Errorf("heartbeats not batched: %d heartbeats in %d frames", hbs, frames)

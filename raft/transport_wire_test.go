@@ -128,22 +128,20 @@ func TestTransportHeartbeatAnswers(t *testing.T) {
 	}
 }
 
-// An AppendEntries without entries is a lazy frame: it waits for the tick
-// (an hour here) unless something urgent follows it on the connection,
-// which takes it along, in order; its answer is lazy the same way.
+// An AppendEntries without entries is a lazy frame: it waits for its
+// group's delay (an hour here) unless something urgent follows it on the
+// connection, which takes it along, in order; its answer is lazy the same
+// way.
 func TestTransportLazyFrames(t *testing.T) {
 	nodes := newTpNodes(t, 2)
-	for _, n := range nodes {
-		n.hub.tick = time.Hour
-	}
-	recv, err := nodes[1].mux.groupTransport("lazy", TransportOptions{})
+	recv, err := nodes[1].mux.groupTransport("lazy", TransportOptions{Delay: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
 	defer close(done)
 	go serveConsumer(recv.Consumer(), done)
-	send, err := nodes[0].mux.groupTransport("lazy", TransportOptions{Timeout: 5 * time.Second})
+	send, err := nodes[0].mux.groupTransport("lazy", TransportOptions{Timeout: 5 * time.Second, Delay: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,6 +182,50 @@ func TestTransportLazyFrames(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("future %d not delivered after an urgent frame", i)
 		}
+	}
+}
+
+// Lazy frames of groups with different delays share a connection: the
+// writer flushes at the earliest deadline queued, so a group with a short
+// delay is not held up by another's long one queued before it.
+func TestTransportLazyFramesEarliestDelay(t *testing.T) {
+	nodes := newTpNodes(t, 2)
+	done := make(chan struct{})
+	defer close(done)
+	futures := make(map[string]hraft.AppendPipeline)
+	for _, g := range []struct {
+		name  string
+		delay time.Duration
+	}{{"slow", time.Hour}, {"fast", 20 * time.Millisecond}} {
+		recv, err := nodes[1].mux.groupTransport(g.name, TransportOptions{Delay: g.delay})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go serveConsumer(recv.Consumer(), done)
+		send, err := nodes[0].mux.groupTransport(g.name, TransportOptions{Timeout: 5 * time.Second, Delay: g.delay})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer send.Close()
+		p, err := send.AppendEntriesPipeline("n1", hraft.ServerAddress(nodes[1].member()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		futures[g.name] = p
+		keepAlive := &hraft.AppendEntriesRequest{RPCHeader: testHeader(), Term: 1, Leader: []byte("l"),
+			PrevLogEntry: 1, PrevLogTerm: 1, LeaderCommitIndex: 1}
+		if _, err := p.AppendEntries(keepAlive, new(hraft.AppendEntriesResponse)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case f := <-futures["fast"].Consumer():
+		if err := f.Error(); err != nil || !f.Response().Success {
+			t.Fatalf("fast group's keep-alive: %v %+v", err, f.Response())
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("a 20 ms keep-alive queued behind an hour-long one was not sent")
 	}
 }
 
@@ -233,7 +275,6 @@ func TestTransportPipelineTimeout(t *testing.T) {
 // keep the others from running: they spill onto goroutines of their own.
 func TestTransportHeartbeatSlowGroup(t *testing.T) {
 	nodes := newTpNodes(t, 2)
-	nodes[0].hub.tick = 100 * time.Millisecond // one batch for all
 	release := make(chan struct{})
 	ran := make(chan string, 4)
 	var senders []*groupTransport
@@ -249,7 +290,8 @@ func TestTransportHeartbeatSlowGroup(t *testing.T) {
 			ran <- name
 			rpc.Respond(&hraft.AppendEntriesResponse{Term: 1, Success: true}, nil)
 		})
-		send, err := nodes[0].mux.groupTransport(name, TransportOptions{Timeout: 5 * time.Second})
+		// A delay long enough that all three go in one batch.
+		send, err := nodes[0].mux.groupTransport(name, TransportOptions{Timeout: 5 * time.Second, Delay: 100 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
