@@ -33,6 +33,9 @@
 #   start; Kafka's is KAFKA_READY_TIMEOUT, 120)  PRODUCE_PARTITIONS (100)
 #   PRODUCERS (10)  PRODUCE_RECORDS (2000000)  RECORD_SIZE (1024)
 #   PRODUCE_SECONDS (120)  PRODUCE_WARMUP_RECORDS (2000)  SYSTEMS ("weir kafka": either or both)
+#   QUIET_SECONDS (90): before each fresh cluster the page cache is
+#     written back and the run waits up to this long for the 1-minute load
+#     average to fall below 1 (logged in loadavg.log)
 #   BASELINE_REF: also build bin/weir from this git ref (in a temporary
 #     git worktree, removed afterwards) and measure it first, as
 #     "weir-baseline", to compare the tree with, e.g., BASELINE_REF=HEAD.
@@ -143,6 +146,19 @@ now_ms() { date +%s%3N; }
 # loadavg.log, since anything else running on the machine skews every
 # figure here (CPU above all).
 loadlog() { echo "$(date +%H:%M:%S) $1: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/loadavg.log"; }
+
+# quiet: before each fresh cluster, write back the page cache the last
+# stage dirtied (a produce stage leaves gigabytes) and wait, at most
+# QUIET_SECONDS, for the 1-minute load average to fall below 1, so one
+# stage's aftermath is not measured as the next one's idle CPU.
+quiet() {
+	local deadline=$((SECONDS + ${QUIET_SECONDS:-90}))
+	sync
+	while [ $SECONDS -lt $deadline ] && awk '{exit !($1 >= 1)}' /proc/loadavg; do
+		sleep 5
+	done
+	loadlog "quiet before $1"
+}
 
 # ---- weir -----------------------------------------------------------------
 
@@ -358,7 +374,11 @@ print("%d records in %.2fs: %.2f MB/s" % (recs, secs, byts / 2**20 / secs) if se
 run_system() { # SYSTEM (weir, weir-baseline, kafka)
 	local sys=$1 kind=$1 n
 	[ "$kind" = weir-baseline ] && kind=weir
-	for n in $partitions_list; do run_partitions "$sys" "$kind" "$n"; done
+	for n in $partitions_list; do
+		quiet "$sys $n"
+		run_partitions "$sys" "$kind" "$n"
+	done
+	quiet "$sys produce"
 	run_produce "$sys" "$kind"
 }
 

@@ -21,10 +21,16 @@ import (
 // large enough for Slack not to cover it), and none for the bytes the
 // budgets hold:
 //
-//	limit = live + max(live - charged, 0)/2 + Slack,  within [Floor, Ceiling]
+//	limit = live + other + max(live - charged, 0)/2 + Slack,  within [Floor, Ceiling]
 //
-// where live is the heap live at the last collection and charged what the
-// budgets hold now, recomputed every Interval. A burst that fills a budget
+// where live is the heap live at the last collection, other the memory
+// the runtime holds besides heap objects and free pages (goroutine
+// stacks, its own metadata), and charged what the budgets hold now,
+// recomputed every Interval. The runtime's limit covers all of its
+// memory, and other is not the collector's to free: a broker of 3,000
+// partition replicas holds ~100 MiB of Raft goroutine stacks, and a limit
+// that left them out sat below what the process needed and kept the
+// collector running flat out. A burst that fills a budget
 // faster than that only makes the collector run more often until the next
 // update (the runtime caps its CPU at half the process while over the
 // limit); the memory is never refused.
@@ -42,9 +48,10 @@ type SoftLimit struct {
 	// requests, recycled read buffers).
 	Charged func() int64
 
-	// For tests: the live heap, and the runtime's setter.
-	liveHeap func() int64
-	set      func(int64) int64
+	// For tests: the live heap and the other memory (see above), and the
+	// runtime's setter.
+	usage func() (live, other int64)
+	set   func(int64) int64
 }
 
 // Defaults of SoftLimit's zero fields.
@@ -54,8 +61,9 @@ const (
 	DefaultSoftLimitInterval = 100 * time.Millisecond
 )
 
-// Limit is the soft limit for a live heap and the bytes the budgets hold.
-func (s *SoftLimit) Limit(live, charged int64) int64 {
+// Limit is the soft limit for a live heap, the runtime's other memory and
+// the bytes the budgets hold.
+func (s *SoftLimit) Limit(live, other, charged int64) int64 {
 	floor, slack := s.Floor, s.Slack
 	if floor <= 0 {
 		floor = DefaultSoftLimitFloor
@@ -63,7 +71,7 @@ func (s *SoftLimit) Limit(live, charged int64) int64 {
 	if slack <= 0 {
 		slack = DefaultSoftLimitSlack
 	}
-	limit := max(live+max(live-charged, 0)/2+slack, floor)
+	limit := max(live+other+max(live-charged, 0)/2+slack, floor)
 	if s.Ceiling > 0 {
 		limit = min(limit, s.Ceiling)
 	}
@@ -77,9 +85,9 @@ func (s *SoftLimit) Run(ctx context.Context) {
 	if interval <= 0 {
 		interval = DefaultSoftLimitInterval
 	}
-	live, set := s.liveHeap, s.set
-	if live == nil {
-		live = runtimeLiveHeap()
+	usage, set := s.usage, s.set
+	if usage == nil {
+		usage = runtimeUsage()
 	}
 	if set == nil {
 		set = debug.SetMemoryLimit
@@ -96,7 +104,8 @@ func (s *SoftLimit) Run(ctx context.Context) {
 		// A new limit makes the runtime recompute its pacing and wake
 		// its scavenger: not worth doing for the few KiB an idle heap
 		// moves by between updates.
-		if limit := s.Limit(live(), charged()); last < 0 || abs(limit-last) > last/32 {
+		live, other := usage()
+		if limit := s.Limit(live, other, charged()); last < 0 || abs(limit-last) > last/32 {
 			set(limit)
 			last = limit
 		}
@@ -115,14 +124,31 @@ func abs(n int64) int64 {
 	return n
 }
 
-// runtimeLiveHeap reads the heap the last collection found live.
-func runtimeLiveHeap() func() int64 {
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	return func() int64 {
-		metrics.Read(sample)
-		if sample[0].Value.Kind() != metrics.KindUint64 {
-			return 0
+// runtimeUsage reads the heap the last collection found live, and the
+// memory the runtime holds besides heap objects and heap pages free or
+// returned to the system: what the limit counts that collecting does not
+// free.
+func runtimeUsage() func() (live, other int64) {
+	names := [...]string{
+		"/gc/heap/live:bytes",
+		"/memory/classes/total:bytes",
+		"/memory/classes/heap/objects:bytes",
+		"/memory/classes/heap/unused:bytes",
+		"/memory/classes/heap/free:bytes",
+		"/memory/classes/heap/released:bytes",
+	}
+	samples := make([]metrics.Sample, len(names))
+	for i, n := range names {
+		samples[i].Name = n
+	}
+	return func() (live, other int64) {
+		metrics.Read(samples)
+		var v [len(names)]int64
+		for i, s := range samples {
+			if s.Value.Kind() == metrics.KindUint64 {
+				v[i] = int64(s.Value.Uint64())
+			}
 		}
-		return int64(sample[0].Value.Uint64())
+		return v[0], max(v[1]-v[2]-v[3]-v[4]-v[5], 0)
 	}
 }
