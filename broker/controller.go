@@ -17,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/weir-broker/weir/log"
 	"github.com/weir-broker/weir/raft"
 	"github.com/weir-broker/weir/raft/controller"
 )
@@ -333,7 +334,7 @@ func loadIncarnation(dir string) (controller.IncarnationID, error) {
 	}
 	_, _ = rand.Read(id[:])
 	text, _ := id.MarshalText()
-	if err := writeFileAtomic(path, append(text, '\n')); err != nil {
+	if err := log.WriteFileAtomic(nil, path, append(text, '\n')); err != nil {
 		return id, fmt.Errorf("write incarnation: %w", err)
 	}
 	return id, nil

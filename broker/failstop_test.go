@@ -79,3 +79,20 @@ func TestFailedWriteStopsAcknowledging(t *testing.T) {
 		t.Fatalf("healthy partition offset %d, want 0", got)
 	}
 }
+
+// A replica's Raft checkpoint goes through the log's FS like the log
+// itself: a checkpoint that cannot be made durable fail-stops the replica
+// instead of leaving it to replay its Raft log over records it already
+// holds after a crash (pinBase writes one before the first entry).
+func TestFailedCheckpointStopsAcknowledging(t *testing.T) {
+	ffs := &failingFS{match: "raft-checkpoint"}
+	ffs.broken.Store(true)
+	b, err := Open(Options{Node: testNode(t.TempDir()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), LogFS: ffs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	mustCreate(t, b, "unpinned", 1, nil)
+	_, err = b.Produce(t.Context(), "unpinned", 0, logtest.Batch{Records: 2}.Encode(), ProduceOptions{AllowZstd: true})
+	wantCode(t, err, kerr.KafkaStorageError)
+}

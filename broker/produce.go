@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/weir-broker/weir/log"
+	"github.com/weir-broker/weir/raft/controller"
 )
 
 // ProduceOptions carry what the request's version allows.
@@ -105,7 +106,7 @@ func (b *Broker) autoCreate(name string) (*Topic, error) {
 
 // AutoCreate is autoCreate for Metadata requests that allow it.
 func (b *Broker) AutoCreate(name string) (*Topic, error) {
-	if err := ValidateTopicName(name); err != nil {
+	if err := controller.ValidateTopicName(name); err != nil {
 		return nil, err
 	}
 	return b.autoCreate(name)

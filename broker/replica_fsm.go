@@ -253,7 +253,7 @@ func (p *Partition) writeCheckpoint(c checkpoint) error {
 		return nil
 	}
 	data := fmt.Sprintf("%s\n%d %d\n", checkpointHeader, c.Index, c.End)
-	if err := writeFileAtomic(filepath.Join(p.dir, checkpointFile), []byte(data)); err != nil {
+	if err := p.log.WriteFile(checkpointFile, []byte(data)); err != nil {
 		return p.fail(fmt.Errorf("checkpoint: %w", err))
 	}
 	p.checkpoint, p.ckptOnDisk = c, true

@@ -22,10 +22,6 @@ import (
 // again never meets the old one's files.
 const topicsDir = "topics"
 
-// maxTopicNameLen is Kafka's limit: 249, so that <name>-<partition>
-// directory names fit in 255 bytes.
-const maxTopicNameLen = 249
-
 // Topic is a named set of partitions.
 type Topic struct {
 	Name string
@@ -70,24 +66,6 @@ func (t *Topic) Configs() map[string]string { return *t.configs.Load() }
 
 func (b *Broker) topicDir(name string, id TopicID) string {
 	return filepath.Join(b.node.DataDir, topicsDir, name+"-"+id.String())
-}
-
-// ValidateTopicName applies Kafka's rules for topic names.
-func ValidateTopicName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("%w: topic name is empty", kerr.InvalidTopicException)
-	case name == "." || name == "..":
-		return fmt.Errorf("%w: topic name cannot be %q", kerr.InvalidTopicException, name)
-	case len(name) > maxTopicNameLen:
-		return fmt.Errorf("%w: topic name is longer than %d characters", kerr.InvalidTopicException, maxTopicNameLen)
-	}
-	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("%w: topic name %q contains %q; legal characters are ASCII letters, digits, '.', '_' and '-'", kerr.InvalidTopicException, name, c)
-		}
-	}
-	return nil
 }
 
 // Topics returns every topic, sorted by name.
@@ -138,7 +116,7 @@ type CreateTopicRequest struct {
 // returning it once this node serves it (a detached description of it
 // when ValidateOnly).
 func (b *Broker) CreateTopic(req CreateTopicRequest) (*Topic, error) {
-	if err := ValidateTopicName(req.Name); err != nil {
+	if err := controller.ValidateTopicName(req.Name); err != nil {
 		return nil, err
 	}
 	if req.Partitions <= 0 {

@@ -66,9 +66,16 @@ func syncDir(fsys FS, dir string) error {
 	return err
 }
 
-// writeFileAtomic replaces name with data via a temp file, fsync and rename
-// so a crash leaves either the old or the new content, never a mix.
-func writeFileAtomic(fsys FS, dir, name string, data []byte) error {
+// WriteFileAtomic replaces the file at path with data so that a crash
+// leaves the old contents or the new, never a mix: a temporary file is
+// written and fsynced, renamed over path, and the directory fsynced.
+// fsys nil is the OS. Every file weir replaces whole goes through here,
+// so the FS the crash and fault tests inject sees them all.
+func WriteFileAtomic(fsys FS, path string, data []byte) error {
+	if fsys == nil {
+		fsys = OSFS{}
+	}
+	name, dir := path, filepath.Dir(path)
 	tmp := name + ".tmp"
 	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -173,6 +174,17 @@ func (l *Log) NumSegments() int {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return len(l.segs)
+}
+
+// WriteFile replaces the file name in the log's directory with data,
+// atomically and durably (WriteFileAtomic), through the log's FS: state
+// kept beside the log, such as a replica's Raft checkpoint, gets the
+// same crash and fault coverage as the log itself.
+func (l *Log) WriteFile(name string, data []byte) error {
+	l.mu.RLock()
+	fsys := l.cfg.FS
+	l.mu.RUnlock()
+	return WriteFileAtomic(fsys, filepath.Join(l.dir, name), data)
 }
 
 // SetConfig applies topic config changes. FS cannot change at runtime and

@@ -42,7 +42,7 @@ const (
 
 func writeCheckpoint(fsys FS, dir, name string, offset int64) error {
 	data := checkpointVersion + "\n" + strconv.FormatInt(offset, 10) + "\n"
-	return writeFileAtomic(fsys, dir, filepath.Join(dir, name), []byte(data))
+	return WriteFileAtomic(fsys, filepath.Join(dir, name), []byte(data))
 }
 
 // readCheckpoint returns ok=false for a missing or unreadable file; the

@@ -32,13 +32,13 @@ import (
 // marker, and starts a fresh journal.
 //
 // What it covers: appends to the partition logs' segments and indexes
-// (everything the log package writes through its FS). What it does not:
+// and the files replaced whole beside them (the replicas' Raft
+// checkpoints): everything written through the log package's FS. What it does not:
 // overwrites inside the fsynced part of a file (the log only appends, and
 // rebuilds indexes on recovery); a created or renamed file whose
 // directory was not fsynced (it stays, emptied to its fsynced size); and
-// files written outside the log package: hashicorp/raft's state
-// (raft-wal's segments, which fsync before they answer, and snapshots),
-// the partition checkpoint (written atomically with fsync) and the
+// files written outside the log package's FS: the Raft state (the
+// shared Raft log, which fsyncs before it answers, and snapshots) and the
 // controller's state.
 const unsyncedDirEnv = "WEIR_CHAOS_UNSYNCED_DIR"
 

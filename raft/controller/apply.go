@@ -25,8 +25,9 @@ const maxTopicNameLen = 249
 // maxProducerIDBlock bounds one AllocateProducerIDs.
 const maxProducerIDBlock = 1 << 20
 
-// ValidateTopicName applies Kafka's rules for topic names, the same as
-// broker.ValidateTopicName (which this package cannot import).
+// ValidateTopicName applies Kafka's rules for topic names; the controller
+// refuses a topic whose name breaks them, and the broker checks a name
+// with it before asking the controller.
 func ValidateTopicName(name string) error {
 	switch {
 	case name == "":

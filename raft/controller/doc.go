@@ -80,7 +80,6 @@
 // ignored), NOT_LEADER_OR_FOLLOWER (a leader report from a non-replica),
 // INVALID_REQUEST.
 //
-// This package cannot import broker (broker will import raft), so
-// ValidateTopicName repeats broker.ValidateTopicName and TopicID has
+// This package cannot import broker (broker imports raft), so TopicID has
 // broker.TopicID's layout.
 package controller
