@@ -50,7 +50,13 @@
 //     handler and sends every group's real answer back in one frame.
 //     Appends that only carry the commit index, and their answers, wait
 //     the same way to share a writev with whatever else goes to that
-//     peer. Nothing is ever answered on a group's behalf. Connections scale with peers,
+//     peer. Nothing is ever answered on a group's behalf.
+//   - Logging: each group logs through the broker's slog logger
+//     (logging.go); its errors about a peer (failed heartbeats, appends,
+//     votes, each retry) pass a node-wide limit of one line per message
+//     and peer every 5 s, the next line counting those held back, so a
+//     dead broker does not make every survivor log hundreds of lines a
+//     second. Connections scale with peers,
 //     not groups; an idle group has no goroutine and no connection.
 //   - Log store (walstore/): one write-ahead log per node for every
 //     group's entries, truncations and term/vote, with a per-group index

@@ -72,7 +72,7 @@ func (m *Mux) Start(cfg Config) (*Group, error) {
 		logger = m.log
 	}
 	logger = logger.With("raft_group", cfg.Group)
-	hl := newHCLog(logger, "raft")
+	hl := newGroupHCLog(logger, "raft", m.peerLogs)
 	rc.Logger = hl
 
 	g := &Group{

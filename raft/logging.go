@@ -7,6 +7,8 @@ import (
 	"log"
 	"log/slog"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -22,6 +24,7 @@ type hclogAdapter struct {
 	l       *slog.Logger
 	name    string
 	implied []any
+	peers   *peerLogLimit // nil: every line logged
 }
 
 const levelTrace = slog.LevelDebug - 4
@@ -31,6 +34,14 @@ func newHCLog(l *slog.Logger, name string) hclog.Logger {
 		l = slog.New(slog.DiscardHandler)
 	}
 	return &hclogAdapter{l: l, name: name}
+}
+
+// newGroupHCLog is a group's logger: as newHCLog, with its complaints
+// about a peer going through the node's limit.
+func newGroupHCLog(l *slog.Logger, name string, peers *peerLogLimit) hclog.Logger {
+	a := newHCLog(l, name).(*hclogAdapter)
+	a.peers = peers
+	return a
 }
 
 func toSlogLevel(level hclog.Level) slog.Level {
@@ -56,6 +67,15 @@ func (a *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
 	ctx := context.Background()
 	if !a.l.Enabled(ctx, lvl) {
 		return
+	}
+	if a.peers != nil && level >= hclog.Error {
+		ok, dropped := a.peers.allow(msg, args)
+		if !ok {
+			return
+		}
+		if dropped > 0 {
+			args = append(args, "suppressed_since_last", dropped)
+		}
 	}
 	args = formatArgs(args)
 	if a.name != "" {
@@ -108,6 +128,7 @@ func (a *hclogAdapter) With(args ...any) hclog.Logger {
 		l:       a.l.With(args...),
 		name:    a.name,
 		implied: append(append([]any(nil), a.implied...), args...),
+		peers:   a.peers,
 	}
 }
 
@@ -118,11 +139,11 @@ func (a *hclogAdapter) Named(name string) hclog.Logger {
 	if a.name != "" {
 		n = a.name + "." + name
 	}
-	return &hclogAdapter{l: a.l, name: n, implied: a.implied}
+	return &hclogAdapter{l: a.l, name: n, implied: a.implied, peers: a.peers}
 }
 
 func (a *hclogAdapter) ResetNamed(name string) hclog.Logger {
-	return &hclogAdapter{l: a.l, name: name, implied: a.implied}
+	return &hclogAdapter{l: a.l, name: name, implied: a.implied, peers: a.peers}
 }
 
 // SetLevel is ignored: the level belongs to the slog handler weir configured.
@@ -151,4 +172,74 @@ type stdWriter struct{ a *hclogAdapter }
 func (w stdWriter) Write(p []byte) (int, error) {
 	w.a.Info(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// peerLogLimit keeps a dead or unreachable peer from flooding the log.
+// Every group with a replica there logs its own failed heartbeats,
+// appends and votes, each retry: a broker down in a cluster of 3,000
+// partitions made each survivor write 1,100-2,200 error lines a second, costing
+// CPU when failover needs it. One limit per node lets through, per
+// message and peer, one line every interval, across all groups, and the
+// next one says how many it stood for. Lines that name no peer are never
+// held back.
+type peerLogLimit struct {
+	every time.Duration
+	now   func() time.Time
+
+	mu   sync.Mutex
+	seen map[string]*peerLogState // by message and peer
+}
+
+type peerLogState struct {
+	last    time.Time
+	dropped int
+}
+
+// peerLogEvery is the node's interval per message and peer.
+const peerLogEvery = 5 * time.Second
+
+func newPeerLogLimit(every time.Duration) *peerLogLimit {
+	return &peerLogLimit{every: every, now: time.Now, seen: map[string]*peerLogState{}}
+}
+
+// allow reports whether a line may be logged, and how many like it were
+// held back since the last one that was.
+func (l *peerLogLimit) allow(msg string, args []any) (ok bool, dropped int) {
+	peer, found := peerArg(args)
+	if !found {
+		return true, 0
+	}
+	key := msg + "\x00" + peer
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.seen[key]
+	if st == nil {
+		if len(l.seen) >= maxPeerLogKeys {
+			clear(l.seen) // peers come and go with new incarnations
+		}
+		st = &peerLogState{}
+		l.seen[key] = st
+	} else if now.Sub(st.last) < l.every {
+		st.dropped++
+		return false, 0
+	}
+	st.last = now
+	dropped, st.dropped = st.dropped, 0
+	return true, dropped
+}
+
+// maxPeerLogKeys bounds the limit's memory: a handful of messages times
+// the peers a node has had.
+const maxPeerLogKeys = 1024
+
+// peerArg is the peer a hashicorp/raft line is about: the value of its
+// "peer" or "target" argument.
+func peerArg(args []any) (string, bool) {
+	for i := 0; i+1 < len(args); i += 2 {
+		if k, ok := args[i].(string); ok && (k == "peer" || k == "target") {
+			return fmt.Sprint(args[i+1]), true
+		}
+	}
+	return "", false
 }

@@ -102,6 +102,7 @@ type Mux struct {
 	ln        net.Listener
 	advertise string
 	log       *slog.Logger
+	peerLogs  *peerLogLimit // the groups' complaints about a peer (logging.go)
 	metrics   *metrics
 	headerTO  time.Duration
 	identity  string
@@ -135,6 +136,7 @@ func NewMux(ln net.Listener, cfg MuxConfig) (*Mux, error) {
 		ln:        ln,
 		advertise: cfg.Advertise,
 		log:       cfg.Logger,
+		peerLogs:  newPeerLogLimit(peerLogEvery),
 		headerTO:  cfg.HeaderTimeout,
 		identity:  cfg.Identity,
 		layers:    make(map[string]*layer),
