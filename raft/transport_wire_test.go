@@ -134,25 +134,8 @@ func TestTransportHeartbeatAnswers(t *testing.T) {
 // way.
 func TestTransportLazyFrames(t *testing.T) {
 	nodes := newTpNodes(t, 2)
-	recv, err := nodes[1].mux.groupTransport("lazy", TransportOptions{Delay: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	defer close(done)
-	go serveConsumer(recv.Consumer(), done)
-	send, err := nodes[0].mux.groupTransport("lazy", TransportOptions{Timeout: 5 * time.Second, Delay: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer send.Close()
-	p, err := send.AppendEntriesPipeline("n1", hraft.ServerAddress(nodes[1].member()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	keepAlive := &hraft.AppendEntriesRequest{RPCHeader: testHeader(), Term: 1, Leader: []byte("l"),
-		PrevLogEntry: 1, PrevLogTerm: 1, LeaderCommitIndex: 1}
+	p := lazyPipeline(t, nodes, "lazy", time.Hour)
+	keepAlive := keepAliveRequest()
 	if _, err := p.AppendEntries(keepAlive, new(hraft.AppendEntriesResponse)); err != nil {
 		t.Fatal(err)
 	}
@@ -190,32 +173,14 @@ func TestTransportLazyFrames(t *testing.T) {
 // delay is not held up by another's long one queued before it.
 func TestTransportLazyFramesEarliestDelay(t *testing.T) {
 	nodes := newTpNodes(t, 2)
-	done := make(chan struct{})
-	defer close(done)
 	futures := make(map[string]hraft.AppendPipeline)
 	for _, g := range []struct {
 		name  string
 		delay time.Duration
 	}{{"slow", time.Hour}, {"fast", 20 * time.Millisecond}} {
-		recv, err := nodes[1].mux.groupTransport(g.name, TransportOptions{Delay: g.delay})
-		if err != nil {
-			t.Fatal(err)
-		}
-		go serveConsumer(recv.Consumer(), done)
-		send, err := nodes[0].mux.groupTransport(g.name, TransportOptions{Timeout: 5 * time.Second, Delay: g.delay})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer send.Close()
-		p, err := send.AppendEntriesPipeline("n1", hraft.ServerAddress(nodes[1].member()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
+		p := lazyPipeline(t, nodes, g.name, g.delay)
 		futures[g.name] = p
-		keepAlive := &hraft.AppendEntriesRequest{RPCHeader: testHeader(), Term: 1, Leader: []byte("l"),
-			PrevLogEntry: 1, PrevLogTerm: 1, LeaderCommitIndex: 1}
-		if _, err := p.AppendEntries(keepAlive, new(hraft.AppendEntriesResponse)); err != nil {
+		if _, err := p.AppendEntries(keepAliveRequest(), new(hraft.AppendEntriesResponse)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -227,6 +192,38 @@ func TestTransportLazyFramesEarliestDelay(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("a 20 ms keep-alive queued behind an hour-long one was not sent")
 	}
+}
+
+// lazyPipeline is a pipeline from nodes[0] to nodes[1] for group, both
+// ends with the given delay, the receiving end answering every request;
+// all of it is closed when the test ends.
+func lazyPipeline(t *testing.T, nodes []*tpNode, group string, delay time.Duration) hraft.AppendPipeline {
+	t.Helper()
+	recv, err := nodes[1].mux.groupTransport(group, TransportOptions{Delay: delay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	go serveConsumer(recv.Consumer(), done)
+	send, err := nodes[0].mux.groupTransport(group, TransportOptions{Timeout: 5 * time.Second, Delay: delay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { send.Close() })
+	p, err := send.AppendEntriesPipeline("n1", hraft.ServerAddress(nodes[1].member()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// keepAliveRequest is an AppendEntries without entries: a leader's
+// commit-index keep-alive.
+func keepAliveRequest() *hraft.AppendEntriesRequest {
+	return &hraft.AppendEntriesRequest{RPCHeader: testHeader(), Term: 1, Leader: []byte("l"),
+		PrevLogEntry: 1, PrevLogTerm: 1, LeaderCommitIndex: 1}
 }
 
 // A pipeline's futures time out in order on its one timer, each its
