@@ -49,6 +49,9 @@ unit:
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /integration)
 	# The license test key is trusted only in builds with this tag.
 	$(GO) test -race -count=1 -tags weirtestlicense ./config
+	# The fault-injection suite's unsynced-write file system exists only
+	# in builds with this tag.
+	$(GO) test -race -count=1 -tags weirchaos -run Unsynced ./cmd/weir
 
 # The integration tests' brokers are built with weirtestlicense (they trust
 # the test license key and take a shifted clock from WEIR_TEST_CLOCK_FILE);

@@ -223,8 +223,11 @@ func readPartitionCheckpoint(dir string) (checkpoint, bool, error) {
 	if err != nil {
 		return checkpoint{}, false, err
 	}
+	// The final newline is required: a file cut short inside End would
+	// otherwise read as a smaller offset, and the replica would apply the
+	// entries after Index on top of too short a log.
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(lines) != 2 || lines[0] != checkpointHeader {
+	if len(lines) != 2 || lines[0] != checkpointHeader || !strings.HasSuffix(string(data), "\n") {
 		return checkpoint{}, false, fmt.Errorf("%s: not a checkpoint", checkpointFile)
 	}
 	f := strings.Fields(lines[1])

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -225,5 +226,29 @@ func TestSnapshotWritesCheckpoint(t *testing.T) {
 	}
 	if c.End != 8 || c.Index == 0 {
 		t.Fatalf("checkpoint %+v, want end 8 at a non-zero index", c)
+	}
+}
+
+// A checkpoint cut short is refused, not read as a smaller End: applying
+// the entries after Index on top of a log cut to that End would give
+// every later batch other offsets than on the other replicas.
+func TestTornCheckpointIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, data := range []string{
+		checkpointHeader + "\n100 1000\n",
+		checkpointHeader + "\n100 100",
+		checkpointHeader + "\n100 ",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, checkpointFile), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, ok, err := readPartitionCheckpoint(dir)
+		whole := strings.HasSuffix(data, "\n")
+		switch {
+		case whole && (err != nil || !ok || c != checkpoint{Index: 100, End: 1000}):
+			t.Errorf("%q: got %+v %v %v, want {100 1000}", data, c, ok, err)
+		case !whole && err == nil:
+			t.Errorf("%q: read as %+v, want an error", data, c)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -74,7 +75,12 @@ func readResetMarker(fsys FS, dir string) (int64, bool, error) {
 	return v, true, nil
 }
 
+// parseCheckpoint reads a checkpoint file. Its final newline is required:
+// a file cut short inside its number would otherwise read as a smaller one.
 func parseCheckpoint(b []byte) (int64, bool) {
+	if !bytes.HasSuffix(b, []byte("\n")) {
+		return 0, false
+	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if len(lines) != 2 || lines[0] != checkpointVersion {
 		return 0, false

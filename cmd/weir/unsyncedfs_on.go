@@ -191,18 +191,45 @@ func (u *unsyncedFS) Remove(name string) error {
 	return u.j.forget(name)
 }
 
+// Rename keeps the journal right at every instant, since the broker may be
+// killed between any two steps: a rename is atomic on disk, so whichever
+// content newpath has after a crash must come back whole. Before the
+// rename newpath is journalled at the larger of its current size and the
+// size it is about to get; after it, at the new size.
 func (u *unsyncedFS) Rename(oldpath, newpath string) error {
+	if err := u.j.beforeRename(oldpath, newpath); err != nil {
+		return err
+	}
 	if err := os.Rename(oldpath, newpath); err != nil {
 		return err
 	}
-	size, tracked := u.j.get(oldpath)
-	if err := u.j.forget(oldpath); err != nil {
+	return u.j.afterRename(oldpath, newpath)
+}
+
+func (j *syncJournal) beforeRename(oldpath, newpath string) error {
+	size, tracked := j.get(oldpath)
+	if !tracked {
+		// newpath gets content this run never wrote: nothing to drop.
+		return j.forget(newpath)
+	}
+	cover := size
+	if prev, ok := j.get(newpath); ok {
+		cover = max(cover, prev)
+	} else if st, err := os.Stat(newpath); err == nil {
+		cover = max(cover, st.Size())
+	}
+	return j.set(newpath, cover)
+}
+
+func (j *syncJournal) afterRename(oldpath, newpath string) error {
+	size, tracked := j.get(oldpath)
+	if err := j.forget(oldpath); err != nil {
 		return err
 	}
 	if tracked {
-		return u.j.set(newpath, size)
+		return j.set(newpath, size)
 	}
-	return u.j.forget(newpath)
+	return nil
 }
 
 // trackedFile journals its size at every fsync.
