@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/broker/acl"
-	"github.com/weir-broker/weir/raft/controller"
+	"github.com/weir-broker/weir/broker/controller"
 )
 
 // authorizerCache keeps the authorizer built from the controller's ACLs

@@ -12,8 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/raft"
-	"github.com/weir-broker/weir/raft/controller"
 )
 
 // Brokers talk to each other over the RPC listener with three services:

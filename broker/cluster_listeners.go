@@ -4,8 +4,8 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/config"
-	"github.com/weir-broker/weir/raft/controller"
 )
 
 // ListenerAddr is one of a broker's Kafka listeners as it registered it.

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/weir-broker/weir/raft/controller"
+	"github.com/weir-broker/weir/broker/controller"
 )
 
 // BrokerInfo is a live broker as Metadata shows it.

@@ -17,9 +17,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/log"
 	"github.com/weir-broker/weir/raft"
-	"github.com/weir-broker/weir/raft/controller"
 )
 
 // controllerGroup is the Raft group holding the cluster metadata. Every
@@ -87,7 +87,7 @@ func (b *Broker) openController() error {
 	id := strconv.Itoa(int(b.node.NodeID))
 	cfg := raft.Config{
 		Group: controllerGroup, NodeID: id, Dir: filepath.Join(b.node.DataDir, "raft"),
-		FSM: controller.NewFSM(c.state),
+		StateMachine: controller.NewMachine(c.state),
 	}
 	if len(b.node.Seeds) == 0 {
 		// One voter elects itself after the heartbeat timeout: keep it

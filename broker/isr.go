@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/raft"
-	"github.com/weir-broker/weir/raft/controller"
 )
 
 // In-sync replicas and leader balance.

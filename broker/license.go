@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/config"
-	"github.com/weir-broker/weir/raft/controller"
 )
 
 // licenseCheckEvery is how often the broker looks at the clock for a

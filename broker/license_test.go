@@ -14,8 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/config"
-	"github.com/weir-broker/weir/raft/controller"
 )
 
 const coalescing = "kafka_fetch_read_coalescing_enabled"

@@ -7,8 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/log"
-	"github.com/weir-broker/weir/raft/controller"
 )
 
 // ProduceOptions carry what the request's version allows.

@@ -6,8 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/log"
-	"github.com/weir-broker/weir/raft/controller"
 )
 
 // producerWindow is how many of a producer's latest batches are

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/weir-broker/weir/raft/controller"
+	"github.com/weir-broker/weir/broker/controller"
 )
 
 // reconcile makes the local topic table match a controller view: topics

@@ -11,10 +11,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/broker/group"
 	"github.com/weir-broker/weir/log"
 	"github.com/weir-broker/weir/raft"
-	"github.com/weir-broker/weir/raft/controller"
 )
 
 // Every partition is a Raft group over its replicas, named after the

@@ -7,8 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/kafka/sasl"
-	"github.com/weir-broker/weir/raft/controller"
 )
 
 // ScramCredentials lists the cluster's SCRAM credentials, sorted by user

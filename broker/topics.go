@@ -13,8 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/log"
-	"github.com/weir-broker/weir/raft/controller"
 )
 
 // topicsDir holds one directory per topic, named <name>-<topic id>, with

@@ -13,9 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/broker"
+	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/config"
 	"github.com/weir-broker/weir/log/logtest"
-	"github.com/weir-broker/weir/raft/controller"
 )
 
 // opBits is the bit set of ops, spelled out independently of

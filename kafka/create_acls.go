@@ -16,7 +16,7 @@ package kafka
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/weir-broker/weir/raft/controller"
+	"github.com/weir-broker/weir/broker/controller"
 )
 
 func (s *Server) handleCreateAcls(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/broker"
-	"github.com/weir-broker/weir/raft/controller"
+	"github.com/weir-broker/weir/broker/controller"
 )
 
 func (s *Server) handleDeleteAcls(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {

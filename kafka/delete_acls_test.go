@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/weir-broker/weir/raft/controller"
+	"github.com/weir-broker/weir/broker/controller"
 )
 
 func deleteFilter(rt kmsg.ACLResourceType, name *string, pattern kmsg.ACLResourcePatternType, principal *string) kmsg.DeleteACLsRequestFilter {

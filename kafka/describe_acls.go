@@ -20,7 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/weir-broker/weir/raft/controller"
+	"github.com/weir-broker/weir/broker/controller"
 )
 
 func (s *Server) handleDescribeAcls(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {

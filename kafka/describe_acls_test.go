@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/broker"
-	"github.com/weir-broker/weir/raft/controller"
+	"github.com/weir-broker/weir/broker/controller"
 )
 
 func aclBinding(rt kmsg.ACLResourceType, pattern kmsg.ACLResourcePatternType, name, principal string, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) controller.ACLBinding {

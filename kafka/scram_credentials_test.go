@@ -12,8 +12,8 @@ import (
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/kafka/sasl"
-	"github.com/weir-broker/weir/raft/controller"
 )
 
 // TestScramCredentialAPIs drives DescribeUserScramCredentials and

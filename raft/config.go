@@ -29,11 +29,9 @@ type Config struct {
 	// Dir is the broker's Raft directory, the same for all its groups:
 	// the shared log lives in it, the group's snapshots in Dir/Group.
 	Dir string
-	// FSM is the group's state machine. Apply runs on one goroutine per
-	// group; Snapshot must return quickly (Apply waits), Persist may not.
-	// Set FSM or StateMachine, not both.
-	FSM hraft.FSM
-	// StateMachine is the group's state machine in weir's terms.
+	// StateMachine is the group's replicated state. Apply runs on one
+	// goroutine per group; Snapshot must return quickly (Apply waits),
+	// Persist may not.
 	StateMachine StateMachine
 	// Class labels the commit latency histogram ("controller",
 	// "partition"); default "default". Keep it to a handful of values.
@@ -126,10 +124,8 @@ func (c *Config) validate() error {
 		return errors.New("raft: Config.NodeID is empty")
 	case c.Dir == "":
 		return errors.New("raft: Config.Dir is empty")
-	case c.FSM == nil && c.StateMachine == nil:
-		return errors.New("raft: Config has neither FSM nor StateMachine")
-	case c.FSM != nil && c.StateMachine != nil:
-		return errors.New("raft: Config has both FSM and StateMachine")
+	case c.StateMachine == nil:
+		return errors.New("raft: Config.StateMachine is nil")
 	}
 	return nil
 }

@@ -1,9 +1,11 @@
 // Package raft runs weir's Raft groups on hashicorp/raft: the controller
-// group (cluster metadata, raft/controller) and one group per partition,
-// thousands per process over one shared transport and one shared log. It
-// is the only package that imports hashicorp/raft; the rest
-// of weir sees Mux, Group, Config, Server and this package's errors. (An
-// FSM implements raft.FSM, so FSMs live under raft/ too.)
+// group and one group per partition, thousands per process over one
+// shared transport and one shared log. It is consensus plumbing only: the
+// state machines live with the domain (broker.Partition, and the cluster
+// metadata in broker/controller) and reach it through StateMachine
+// (statemachine.go). It is the only package that imports hashicorp/raft;
+// the rest of weir sees Mux, Group, Config, Server, StateMachine and this
+// package's errors.
 //
 // # Pieces
 //
@@ -21,6 +23,7 @@
 //	rpc_client.go  the calling side: a connection pool per (peer, service)
 //	rpc_frame.go   frame codec and RPC metrics
 //	config.go   per-group Config and the timer defaults
+//	statemachine.go  StateMachine, weir's view of hashicorp's FSM
 //	metrics.go  Prometheus collectors
 //	errors.go   ErrNotLeader (*NotLeaderError), ErrLeadershipLost, …
 //	logging.go  hclog → log/slog bridge for raft and raft-wal

@@ -94,11 +94,7 @@ func (m *Mux) Start(cfg Config) (*Group, error) {
 		g.trans.Close()
 		return nil, err
 	}
-	fsm := cfg.FSM
-	if fsm == nil {
-		fsm = smAdapter{cfg.StateMachine}
-	}
-	g.raft, err = hraft.NewRaft(rc, fsm, g.store.log, g.store.log, g.store.snaps, g.trans)
+	g.raft, err = hraft.NewRaft(rc, smAdapter{cfg.StateMachine}, g.store.log, g.store.log, g.store.snaps, g.trans)
 	if err != nil {
 		g.trans.Close()
 		return nil, fmt.Errorf("raft: starting group %s: %w", cfg.Group, err)

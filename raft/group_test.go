@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	hraft "github.com/hashicorp/raft"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -20,8 +19,8 @@ func TestManyGroups(t *testing.T) {
 	nodes := newNodes(t, 3)
 	// hashicorp's 1 s timers: 150 Raft instances under -race on 2 cores
 	// would miss 500 ms heartbeats.
-	cfg := func(group string, n *node, fsm hraft.FSM) Config {
-		c := fastConfig(group, n, fsm)
+	cfg := func(group string, n *node, sm StateMachine) Config {
+		c := fastConfig(group, n, sm)
 		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
 		c.CommitTimeout = 50 * time.Millisecond
 		return c
@@ -122,8 +121,8 @@ func TestRestartRejoins(t *testing.T) {
 // and a restarted member restores from its own snapshot at start.
 func TestSnapshotRestore(t *testing.T) {
 	nodes := newNodes(t, 4)
-	cfg := func(group string, n *node, fsm hraft.FSM) Config {
-		c := fastConfig(group, n, fsm)
+	cfg := func(group string, n *node, sm StateMachine) Config {
+		c := fastConfig(group, n, sm)
 		c.TrailingLogs = 2
 		c.SnapshotThreshold = 1 << 20 // only the forced snapshots
 		return c

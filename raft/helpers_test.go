@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	hraft "github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -39,7 +38,7 @@ func (f *countFSM) restoreCount() int {
 	return f.restores
 }
 
-func (f *countFSM) Apply(l *hraft.Log) any {
+func (f *countFSM) Apply(l Entry) any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id, d := binary.BigEndian.Uint64(l.Data), binary.BigEndian.Uint64(l.Data[8:])
@@ -61,7 +60,7 @@ func (f *countFSM) state() fsmState {
 }
 
 // Snapshot: sum, count, then the ids seen.
-func (f *countFSM) Snapshot() (hraft.FSMSnapshot, error) {
+func (f *countFSM) Snapshot() (Snapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	b := binary.BigEndian.AppendUint64(nil, f.sum)
@@ -72,9 +71,8 @@ func (f *countFSM) Snapshot() (hraft.FSMSnapshot, error) {
 	return countSnapshot(b), nil
 }
 
-func (f *countFSM) Restore(rc io.ReadCloser) error {
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
+func (f *countFSM) Restore(r io.Reader) error {
+	b, err := io.ReadAll(r)
 	if err != nil {
 		return err
 	}
@@ -94,12 +92,9 @@ func (f *countFSM) Restore(rc io.ReadCloser) error {
 
 type countSnapshot []byte
 
-func (s countSnapshot) Persist(sink hraft.SnapshotSink) error {
-	if _, err := sink.Write(s); err != nil {
-		sink.Cancel()
-		return err
-	}
-	return sink.Close()
+func (s countSnapshot) Persist(w io.Writer) error {
+	_, err := w.Write(s)
+	return err
 }
 
 func (countSnapshot) Release() {}
@@ -161,9 +156,9 @@ func servers(nodes []*node) []Server {
 }
 
 // fastConfig shortens the timers so tests elect within about a second.
-func fastConfig(group string, n *node, fsm hraft.FSM) Config {
+func fastConfig(group string, n *node, sm StateMachine) Config {
 	return Config{
-		Group: group, NodeID: n.id, Dir: n.dir, FSM: fsm, Class: "test",
+		Group: group, NodeID: n.id, Dir: n.dir, StateMachine: sm, Class: "test",
 		HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
 		LeaderLeaseTimeout: 250 * time.Millisecond, CommitTimeout: 20 * time.Millisecond,
 	}
@@ -177,7 +172,7 @@ type member struct {
 }
 
 // startGroup starts group on every node with cfg and bootstraps it.
-func startGroup(t testing.TB, nodes []*node, group string, cfg func(string, *node, hraft.FSM) Config) []*member {
+func startGroup(t testing.TB, nodes []*node, group string, cfg func(string, *node, StateMachine) Config) []*member {
 	t.Helper()
 	ms := make([]*member, len(nodes))
 	for i, n := range nodes {

@@ -9,8 +9,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	hraft "github.com/hashicorp/raft"
 )
 
 // TestIdleCost measures what idle groups cost: WEIR_RAFT_IDLE_GROUPS=100
@@ -33,8 +31,8 @@ func TestIdleCost(t *testing.T) {
 	if secs <= 0 {
 		secs = 10
 	}
-	cfg := func(group string, n *node, fsm hraft.FSM) Config {
-		c := Config{Group: group, NodeID: n.id, Dir: n.dir, FSM: fsm}
+	cfg := func(group string, n *node, sm StateMachine) Config {
+		c := Config{Group: group, NodeID: n.id, Dir: n.dir, StateMachine: sm}
 		switch os.Getenv("WEIR_RAFT_IDLE_TIMERS") {
 		case "hashicorp":
 			c.HeartbeatTimeout, c.ElectionTimeout = time.Second, time.Second

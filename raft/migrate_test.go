@@ -37,7 +37,7 @@ func legacyGroup(t *testing.T, dir, group string, n int) fsmState {
 	conf.Logger = hclog.NewNullLogger()
 	addr, trans := hraft.NewInmemTransport("")
 	fsm := &countFSM{}
-	r, err := hraft.NewRaft(conf, fsm, w, w, snaps, trans)
+	r, err := hraft.NewRaft(conf, smAdapter{fsm}, w, w, snaps, trans)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,8 +86,8 @@ func TestMigrateLegacyWAL(t *testing.T) {
 	nodes := newNodes(t, 1)
 	n := nodes[0]
 	n.dir = dir
-	cfg := func(fsm hraft.FSM) Config {
-		c := fastConfig("mig", n, fsm)
+	cfg := func(sm StateMachine) Config {
+		c := fastConfig("mig", n, sm)
 		c.NodeID = "n0"
 		return c
 	}

@@ -7,9 +7,7 @@ import (
 )
 
 // StateMachine is a group's replicated state in weir's own terms, so that
-// packages outside raft/ never see hashicorp/raft's types. Config takes
-// either an FSM (hashicorp's interface, for raft/controller) or a
-// StateMachine.
+// packages outside raft/ never see hashicorp/raft's types.
 type StateMachine interface {
 	// Apply applies one committed command. It runs on the group's apply
 	// goroutine, in index order; its result is what Group.Apply returns
@@ -39,8 +37,32 @@ type Snapshot interface {
 	Release()
 }
 
-// smAdapter runs a StateMachine as hashicorp's FSM.
+// MembershipObserver is implemented by a StateMachine whose applied index
+// must also move over committed membership changes: Raft hands those to
+// no Apply, so a machine that waits for an index (the controller's
+// WaitIndex after adding a voter) would otherwise wait for the next
+// command.
+type MembershipObserver interface {
+	// MembershipApplied runs on the apply goroutine, in index order with
+	// Apply, for the configuration entry at index.
+	MembershipApplied(index uint64)
+}
+
+// smAdapter runs a StateMachine as hashicorp's FSM, and as its
+// ConfigurationStore so that membership entries reach a
+// MembershipObserver.
 type smAdapter struct{ sm StateMachine }
+
+var (
+	_ hraft.FSM                = smAdapter{}
+	_ hraft.ConfigurationStore = smAdapter{}
+)
+
+func (a smAdapter) StoreConfiguration(index uint64, _ hraft.Configuration) {
+	if o, ok := a.sm.(MembershipObserver); ok {
+		o.MembershipApplied(index)
+	}
+}
 
 func (a smAdapter) Apply(l *hraft.Log) any {
 	if l.Type != hraft.LogCommand {

@@ -3,7 +3,7 @@ package acl
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/weir-broker/weir/raft/controller"
+	"github.com/weir-broker/weir/broker/controller"
 )
 
 // AuthorizeByResourceType reports whether principal, from host, may

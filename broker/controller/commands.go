@@ -395,8 +395,8 @@ func strictJSON(b []byte, v any) error {
 	return nil
 }
 
-// Result is what applying an entry answered; hashicorp/raft hands it to
-// the proposer as ApplyFuture.Response(). Err is nil or wraps a
+// Result is what applying an entry answered; the group hands it to the
+// proposer (raft.Group.Apply's response). Err is nil or wraps a
 // kerr.Error (an *Error, or *NodeIDConflictError); ErrorCode gives the
 // Kafka code to answer a client with.
 type Result struct {

@@ -18,7 +18,8 @@
 //     View() for readers, WaitIndex for "at least index N", Subscribe for a
 //     callback per applied entry, Check for a dry run (validate-only
 //     requests), SnapshotBytes/Restore. It imports nothing of hashicorp.
-//   - FSM adapts a State to raft.FSM (and raft.ConfigurationStore).
+//   - Machine runs a State as the controller group's raft.StateMachine,
+//     as broker.Partition runs a partition's log.
 //   - PlaceReplicas is replica placement, a pure function.
 //
 // # Determinism
@@ -43,7 +44,7 @@
 // A View is immutable and shared: Apply builds the next one copying only
 // the parts it changes (copy on write) and publishes it atomically, so
 // readers never lock and a View taken before an Apply never changes.
-// Accessors return deep copies. Views are what FSM.Snapshot captures, so
+// Accessors return deep copies. Views are what Machine.Snapshot captures, so
 // Persist encodes while Apply goes on.
 //
 // # Command format
