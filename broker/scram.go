@@ -2,13 +2,11 @@ package broker
 
 import (
 	"crypto/subtle"
-	"errors"
 	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/weir-broker/weir/broker/controller"
-	"github.com/weir-broker/weir/kafka/sasl"
+	"github.com/weir-broker/weir/broker/scram"
+	"github.com/weir-broker/weir/config"
 )
 
 // ScramCredentials lists the cluster's SCRAM credentials, sorted by user
@@ -35,16 +33,11 @@ func (b *Broker) AlterScramCredentials(deletions []controller.ScramCredentialKey
 // what a client sends in AlterUserScramCredentials (KIP-554): the salted
 // password goes no further than this function.
 func ScramCredentialFromSaltedPassword(user, mechanism string, iterations int32, salt, saltedPassword []byte) (controller.ScramCredential, error) {
-	c, err := sasl.CredentialFromSaltedPassword(mechanism, saltedPassword, salt, int(iterations))
+	c, err := scram.FromSaltedPassword(mechanism, saltedPassword, salt, iterations)
 	if err != nil {
-		code := kerr.UnacceptableCredential
-		if errors.Is(err, sasl.ErrUnknownMechanism) {
-			code = kerr.UnsupportedSaslMechanism
-		}
-		return controller.ScramCredential{}, fmt.Errorf("%w: %v", code, err)
+		return controller.ScramCredential{}, fmt.Errorf("%w: %v", scram.Code(err), err)
 	}
-	cred := controller.ScramCredential{User: user, Mechanism: c.Mechanism, Iterations: iterations,
-		Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey}
+	cred := controller.ScramCredential{User: user, Credential: c}
 	return cred, controller.ValidateScramCredential(cred)
 }
 
@@ -53,12 +46,12 @@ func ScramCredentialFromSaltedPassword(user, mechanism string, iterations int32,
 // iterations, the keys must match. SASL PLAIN and the admin API's basic
 // authentication share it, so one set of users serves every entry point.
 func (b *Broker) VerifyPassword(user, password string) bool {
-	for _, mech := range []string{controller.ScramSHA512, controller.ScramSHA256} {
+	for _, mech := range []string{config.MechanismSCRAMSHA512, config.MechanismSCRAMSHA256} {
 		stored, ok := b.ScramCredential(user, mech)
 		if !ok {
 			continue
 		}
-		derived, err := sasl.NewCredential(mech, password, stored.Salt, int(stored.Iterations))
+		derived, err := scram.NewCredential(mech, password, stored.Salt, stored.Iterations)
 		return err == nil && subtle.ConstantTimeCompare(derived.StoredKey, stored.StoredKey) == 1
 	}
 	return false

@@ -599,7 +599,7 @@ func TestAuthorizeProducerIDAndCredentials(t *testing.T) {
 	for _, r := range altered.Results {
 		codeIs(t, "alter credentials of "+r.User, r.ErrorCode, kerr.ClusterAuthorizationFailed)
 	}
-	if _, ok := f.b.ScramCredential("alice", controller.ScramSHA256); ok {
+	if _, ok := f.b.ScramCredential("alice", config.MechanismSCRAMSHA256); ok {
 		t.Error("a refused alter stored a credential")
 	}
 }

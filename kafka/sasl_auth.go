@@ -36,6 +36,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/weir-broker/weir/broker/scram"
+	"github.com/weir-broker/weir/config"
 	"github.com/weir-broker/weir/kafka/sasl"
 )
 
@@ -113,19 +115,16 @@ func (s *Server) handleSaslAuthenticate(c *clientConn, kreq kmsg.Request) (kmsg.
 // newSASLServer starts a conversation of an enabled mechanism, checking
 // the cluster's SCRAM credentials.
 func (s *Server) newSASLServer(mechanism string) (sasl.Server, error) {
-	if mechanism == sasl.MechanismPlain {
+	if mechanism == config.MechanismPlain {
 		return sasl.NewPlainServer(s.broker.VerifyPassword), nil
 	}
 	return sasl.NewScramServer(mechanism, s.scramLookup(mechanism), nil, sasl.WithDecoyKey(s.saslDecoyKey[:]))
 }
 
-func (s *Server) scramLookup(mechanism string) func(string) (sasl.Credential, bool) {
-	return func(user string) (sasl.Credential, bool) {
+func (s *Server) scramLookup(mechanism string) func(string) (scram.Credential, bool) {
+	return func(user string) (scram.Credential, bool) {
 		c, ok := s.broker.ScramCredential(user, mechanism)
-		if !ok {
-			return sasl.Credential{}, false
-		}
-		return sasl.Credential{Mechanism: c.Mechanism, Salt: c.Salt, Iterations: int(c.Iterations), StoredKey: c.StoredKey, ServerKey: c.ServerKey}, true
+		return c.Credential, ok
 	}
 }
 

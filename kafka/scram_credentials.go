@@ -31,10 +31,11 @@ import (
 
 	"github.com/weir-broker/weir/broker"
 	"github.com/weir-broker/weir/broker/controller"
+	"github.com/weir-broker/weir/config"
 )
 
 // scramMechanisms maps the protocol's mechanism codes to names.
-var scramMechanisms = map[int8]string{1: controller.ScramSHA256, 2: controller.ScramSHA512}
+var scramMechanisms = map[int8]string{1: config.MechanismSCRAMSHA256, 2: config.MechanismSCRAMSHA512}
 
 func scramMechanismCode(name string) int8 {
 	for code, n := range scramMechanisms {
@@ -185,13 +186,9 @@ func (s *Server) handleAlterUserScramCredentials(c *clientConn, kreq kmsg.Reques
 		case err != nil:
 		case u.Name == "":
 			err = fmt.Errorf("%w: username must not be empty", kerr.UnacceptableCredential)
-		case len(u.Salt) == 0:
-			err = fmt.Errorf("%w: salt must not be empty", kerr.UnacceptableCredential)
-		case u.Iterations < controller.MinScramIterations:
-			err = fmt.Errorf("%w: too few iterations (%d; at least %d)", kerr.UnacceptableCredential, u.Iterations, controller.MinScramIterations)
-		case u.Iterations > controller.MaxScramIterations:
-			err = fmt.Errorf("%w: too many iterations (%d; at most %d)", kerr.UnacceptableCredential, u.Iterations, controller.MaxScramIterations)
 		default:
+			// The salt and the iteration count are checked where the
+			// credential is derived, as the controller checks it again.
 			if err = twice(u.Name, mech); err == nil {
 				cred, err = broker.ScramCredentialFromSaltedPassword(u.Name, mech, u.Iterations, u.Salt, u.SaltedPassword)
 			}

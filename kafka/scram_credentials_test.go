@@ -12,7 +12,7 @@ import (
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"github.com/weir-broker/weir/broker/controller"
+	"github.com/weir-broker/weir/config"
 	"github.com/weir-broker/weir/kafka/sasl"
 )
 
@@ -35,7 +35,7 @@ func TestScramCredentialAPIs(t *testing.T) {
 		t.Fatalf("upserting: %v %v", err, altered.Error())
 	}
 	// Stored: salt, iterations and the derived keys, never the password.
-	cred, ok := b.ScramCredential("alice", controller.ScramSHA512)
+	cred, ok := b.ScramCredential("alice", config.MechanismSCRAMSHA512)
 	if !ok || cred.Iterations != 8192 || len(cred.StoredKey) != 64 || len(cred.Salt) == 0 {
 		t.Fatalf("alice's SCRAM-SHA-512 credential: %+v %v", cred, ok)
 	}
@@ -108,14 +108,14 @@ func TestScramCredentialAPIs(t *testing.T) {
 			t.Errorf("user %s: error %d, want %d", r.User, r.ErrorCode, code)
 		}
 	}
-	if _, ok := b.ScramCredential("alice", controller.ScramSHA512); ok {
+	if _, ok := b.ScramCredential("alice", config.MechanismSCRAMSHA512); ok {
 		t.Error("alice's deleted SCRAM-SHA-512 credential is still there")
 	}
-	if _, ok := b.ScramCredential("ivy", controller.ScramSHA256); !ok {
+	if _, ok := b.ScramCredential("ivy", config.MechanismSCRAMSHA256); !ok {
 		t.Error("ivy's valid upsertion was not applied beside the refused ones")
 	}
 	for _, user := range []string{"dave", "erin", "frank", "gina", "hal"} {
-		for _, mech := range []string{controller.ScramSHA256, controller.ScramSHA512} {
+		for _, mech := range []string{config.MechanismSCRAMSHA256, config.MechanismSCRAMSHA512} {
 			if _, ok := b.ScramCredential(user, mech); ok {
 				t.Errorf("refused user %s has a %s credential", user, mech)
 			}
@@ -142,8 +142,8 @@ func TestStoredScramCredentialsAuthenticate(t *testing.T) {
 		mechanism string
 		client    func(scram.Auth) kgosasl.Mechanism
 	}{
-		{controller.ScramSHA256, func(a scram.Auth) kgosasl.Mechanism { return a.AsSha256Mechanism() }},
-		{controller.ScramSHA512, func(a scram.Auth) kgosasl.Mechanism { return a.AsSha512Mechanism() }},
+		{config.MechanismSCRAMSHA256, func(a scram.Auth) kgosasl.Mechanism { return a.AsSha256Mechanism() }},
+		{config.MechanismSCRAMSHA512, func(a scram.Auth) kgosasl.Mechanism { return a.AsSha512Mechanism() }},
 	} {
 		for password, wantOK := range map[string]bool{"alice-secret": true, "wrong": false} {
 			srv, err := sasl.NewScramServer(tc.mechanism, s.scramLookup(tc.mechanism), nil)

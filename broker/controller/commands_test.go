@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/config"
 )
 
 func allCommands() []Command {
@@ -25,8 +27,8 @@ func allCommands() []Command {
 		SetLicense{Blob: []byte{0, 1, 2, 255}},
 		ReportLeader{TopicID: topicID(1), Partition: 2, Leader: 3, LeaderEpoch: 4, Term: 5},
 		AllocateProducerIDs{NodeID: 1, Epoch: 2, Count: 1000},
-		AlterScramCredentials{Deletions: []ScramCredentialKey{{User: "bob", Mechanism: ScramSHA512}},
-			Upsertions: []ScramCredential{testScramCredential("alice", ScramSHA256)}},
+		AlterScramCredentials{Deletions: []ScramCredentialKey{{User: "bob", Mechanism: config.MechanismSCRAMSHA512}},
+			Upsertions: []ScramCredential{testScramCredential("alice", config.MechanismSCRAMSHA256)}},
 		CreateACLs{Bindings: []ACLBinding{aclTopicLiteral, aclCluster}},
 		DeleteACLs{Filters: []ACLFilter{anyACL(), {ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: strp("orders"),
 			PatternType: kmsg.ACLResourcePatternTypeMatch, Principal: strp("User:alice"), Host: strp("*"),

@@ -4,36 +4,19 @@ import (
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/weir-broker/weir/broker/scram"
 )
 
 // SCRAM credentials (KIP-554): the cluster stores, per user and mechanism,
 // what the SCRAM exchange needs — salt, iteration count, StoredKey and
 // ServerKey — and never the password or the salted password.
 
-// SCRAM mechanisms, as Kafka names them.
-const (
-	ScramSHA256 = "SCRAM-SHA-256"
-	ScramSHA512 = "SCRAM-SHA-512"
-)
-
-// Bounds of a credential's iteration count: Kafka's ScramMechanism
-// minimum (RFC 7677's) and maximum.
-const (
-	MinScramIterations = 4096
-	MaxScramIterations = 16384
-)
-
-// scramKeyLen is the length of StoredKey and ServerKey: the hash's.
-var scramKeyLen = map[string]int{ScramSHA256: 32, ScramSHA512: 64}
-
-// ScramCredential is one user's credential for one mechanism.
+// ScramCredential is one user's credential for one mechanism. Its JSON is
+// the user, then the credential's fields, as it always was.
 type ScramCredential struct {
-	User       string `json:"user"`
-	Mechanism  string `json:"mechanism"`
-	Iterations int32  `json:"iterations"`
-	Salt       []byte `json:"salt"`
-	StoredKey  []byte `json:"stored_key"`
-	ServerKey  []byte `json:"server_key"`
+	User string `json:"user"`
+	scram.Credential
 }
 
 // ScramCredentialKey names a credential to delete.
@@ -54,18 +37,11 @@ func (AlterScramCredentials) Type() CommandType { return CmdAlterScramCredential
 // ValidateScramCredential reports what makes c unacceptable, with the
 // Kafka error a client gets for it.
 func ValidateScramCredential(c ScramCredential) error {
-	keyLen, ok := scramKeyLen[c.Mechanism]
-	switch {
-	case !ok:
-		return errorf(kerr.UnsupportedSaslMechanism, "unknown SCRAM mechanism %q", c.Mechanism)
-	case c.User == "":
+	if err := c.Validate(); err != nil {
+		return errorf(scram.Code(err), "%v", err)
+	}
+	if c.User == "" {
 		return errorf(kerr.UnacceptableCredential, "empty user name")
-	case c.Iterations < MinScramIterations || c.Iterations > MaxScramIterations:
-		return errorf(kerr.UnacceptableCredential, "%d iterations: want %d to %d", c.Iterations, MinScramIterations, MaxScramIterations)
-	case len(c.Salt) == 0:
-		return errorf(kerr.UnacceptableCredential, "empty salt")
-	case len(c.StoredKey) != keyLen || len(c.ServerKey) != keyLen:
-		return errorf(kerr.UnacceptableCredential, "%s keys must be %d bytes", c.Mechanism, keyLen)
 	}
 	return nil
 }

@@ -1,10 +1,12 @@
 package sasl
 
+import "github.com/weir-broker/weir/broker/scram"
+
 // Shape of a decoy credential: 24 bytes of salt, as franz-go's kadm makes
 // salts, and Kafka's default and minimum iteration count.
 const (
 	decoySaltLen    = 24
-	decoyIterations = MinScramIterations
+	decoyIterations = scram.MinIterations
 )
 
 // ScramOption configures a ScramServer.
@@ -25,13 +27,13 @@ func WithDecoyKey(key []byte) ScramOption {
 // decoy is the made-up credential for user: the same from one conversation
 // to the next, as a real user's is, and with keys nobody can match, so the
 // exchange fails at the proof.
-func (s *ScramServer) decoy(user string) Credential {
+func (s *ScramServer) decoy(user string) scram.Credential {
 	derive := func(label string, n int) []byte {
-		sum := hmacSum(s.hash, s.decoyKey, []byte(label), []byte{0}, []byte(s.mechanism), []byte{0}, []byte(user))
+		sum := scram.HMAC(s.hash, s.decoyKey, []byte(label), []byte{0}, []byte(s.mechanism), []byte{0}, []byte(user))
 		return sum[:n]
 	}
 	size := s.hash().Size()
-	return Credential{
+	return scram.Credential{
 		Mechanism:  s.mechanism,
 		Salt:       derive("weir SCRAM decoy salt", decoySaltLen),
 		Iterations: decoyIterations,

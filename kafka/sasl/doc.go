@@ -13,9 +13,10 @@
 // brokers send only the error code, and so may weir.
 //
 // The package knows of users only what the caller tells it. PLAIN asks a
-// PlainVerifier. SCRAM looks up a Credential: the salt, iteration count,
+// PlainVerifier. SCRAM looks up a scram.Credential (broker/scram, the
+// credential math the controller shares): the salt, iteration count,
 // StoredKey and ServerKey that KIP-554's AlterUserScramCredentials stores,
-// never the password; NewCredential derives one from a password.
+// never the password.
 //
 // Kafka fails a SCRAM exchange for an unknown user at its first message,
 // which tells anyone which users exist. Here the exchange runs to the end

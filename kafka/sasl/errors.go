@@ -1,7 +1,6 @@
 package sasl
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -22,10 +21,8 @@ var (
 	ErrUnsupported = fmt.Errorf("%w: sasl: unsupported", kerr.SaslAuthenticationFailed)
 	// ErrIllegalState: Step on a conversation that has finished or failed.
 	ErrIllegalState = fmt.Errorf("%w: sasl: conversation is over", kerr.IllegalSaslState)
-	// ErrUnknownMechanism: a mechanism this package does not implement.
-	ErrUnknownMechanism = fmt.Errorf("%w: sasl: unknown mechanism", kerr.UnsupportedSaslMechanism)
 )
 
-// ErrInvalidCredential is wrapped by NewCredential's errors, and by a SCRAM
-// step's when the lookup hands back a credential unfit for the mechanism.
-var ErrInvalidCredential = errors.New("sasl: invalid credential")
+// A mechanism that is not SCRAM, and a lookup that hands back a credential
+// unfit for the exchange, fail with scram.ErrUnknownMechanism and
+// scram.ErrInvalidCredential.

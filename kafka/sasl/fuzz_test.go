@@ -4,6 +4,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/weir-broker/weir/broker/scram"
+	"github.com/weir-broker/weir/config"
 )
 
 // FuzzScramServer steps a SCRAM-SHA-256 server through a client-first and
@@ -12,7 +15,7 @@ import (
 // (which the fixed nonce makes valid), and refuse any step after the end.
 func FuzzScramServer(f *testing.F) {
 	cred := rfcCredential(f)
-	lookup := func(user string) (Credential, bool) { return cred, user == rfcUser }
+	lookup := func(user string) (scram.Credential, bool) { return cred, user == rfcUser }
 	for _, seed := range []struct{ first, final string }{
 		{rfcClientFirst, rfcClientFinal},
 		{rfcClientFirst, strings.Replace(rfcClientFinal, "p=dH", "p=dI", 1)},
@@ -32,7 +35,7 @@ func FuzzScramServer(f *testing.F) {
 		f.Add([]byte(seed.first), []byte(seed.final))
 	}
 	f.Fuzz(func(t *testing.T, first, final []byte) {
-		s, err := NewScramServer(MechanismScramSHA256, lookup, strings.NewReader(rfcServerNonce))
+		s, err := NewScramServer(config.MechanismSCRAMSHA256, lookup, strings.NewReader(rfcServerNonce))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,23 +7,25 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
+
+	"github.com/weir-broker/weir/broker/scram"
 )
 
 // testSalt is a fixed salt for test credentials.
 const testSalt = "weir test salt, 24 bytes"
 
 // credentials is a lookup over users' passwords, derived once per test.
-func credentials(t testing.TB, mechanism string, passwords map[string]string) func(string) (Credential, bool) {
+func credentials(t testing.TB, mechanism string, passwords map[string]string) func(string) (scram.Credential, bool) {
 	t.Helper()
-	creds := map[string]Credential{}
+	creds := map[string]scram.Credential{}
 	for user, pass := range passwords {
-		c, err := NewCredential(mechanism, pass, []byte(testSalt), MinScramIterations)
+		c, err := scram.NewCredential(mechanism, pass, []byte(testSalt), scram.MinIterations)
 		if err != nil {
 			t.Fatal(err)
 		}
 		creds[user] = c
 	}
-	return func(user string) (Credential, bool) {
+	return func(user string) (scram.Credential, bool) {
 		c, ok := creds[user]
 		return c, ok
 	}

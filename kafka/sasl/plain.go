@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/weir-broker/weir/config"
 )
 
 // PlainVerifier reports whether password is user's. It sees the password
@@ -27,7 +29,7 @@ func NewPlainServer(verify PlainVerifier) *PlainServer {
 	return &PlainServer{verify: verify}
 }
 
-func (*PlainServer) Mechanism() string { return MechanismPlain }
+func (*PlainServer) Mechanism() string { return config.MechanismPlain }
 
 func (s *PlainServer) Username() string { return s.user }
 

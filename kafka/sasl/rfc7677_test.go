@@ -5,6 +5,9 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+
+	"github.com/weir-broker/weir/broker/scram"
+	"github.com/weir-broker/weir/config"
 )
 
 // RFC 7677 section 3's SCRAM-SHA-256 example: user "user", password
@@ -26,13 +29,13 @@ const (
 	rfcServerKey = "c1f3cbc1c13a9d35a14c0990eed97629ea225863e566a4314ab99f3f00e5d9d5"
 )
 
-func rfcCredential(t testing.TB) Credential {
+func rfcCredential(t testing.TB) scram.Credential {
 	t.Helper()
 	salt, err := base64.StdEncoding.DecodeString(rfcSalt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewCredential(MechanismScramSHA256, rfcPassword, salt, rfcIterations)
+	c, err := scram.NewCredential(config.MechanismSCRAMSHA256, rfcPassword, salt, rfcIterations)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +50,7 @@ func TestRFC7677Credential(t *testing.T) {
 	if got := hex.EncodeToString(c.ServerKey); got != rfcServerKey {
 		t.Errorf("ServerKey %s, want %s", got, rfcServerKey)
 	}
-	if c.Mechanism != MechanismScramSHA256 || c.Iterations != rfcIterations || base64.StdEncoding.EncodeToString(c.Salt) != rfcSalt {
+	if c.Mechanism != config.MechanismSCRAMSHA256 || c.Iterations != rfcIterations || base64.StdEncoding.EncodeToString(c.Salt) != rfcSalt {
 		t.Errorf("credential %+v", c)
 	}
 }
@@ -56,8 +59,8 @@ func TestRFC7677Credential(t *testing.T) {
 // server nonce read from a fixed source.
 func TestRFC7677Exchange(t *testing.T) {
 	cred := rfcCredential(t)
-	lookup := func(user string) (Credential, bool) { return cred, user == rfcUser }
-	s, err := NewScramServer(MechanismScramSHA256, lookup, strings.NewReader(rfcServerNonce))
+	lookup := func(user string) (scram.Credential, bool) { return cred, user == rfcUser }
+	s, err := NewScramServer(config.MechanismSCRAMSHA256, lookup, strings.NewReader(rfcServerNonce))
 	if err != nil {
 		t.Fatal(err)
 	}

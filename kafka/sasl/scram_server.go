@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/weir-broker/weir/broker/scram"
 )
 
 // ScramServer is a SCRAM conversation (RFC 5802): client-first, answered
@@ -18,7 +20,7 @@ import (
 type ScramServer struct {
 	mechanism string
 	hash      func() hash.Hash
-	lookup    func(user string) (Credential, bool)
+	lookup    func(user string) (scram.Credential, bool)
 	nonceSrc  io.Reader
 	decoyKey  []byte
 
@@ -26,24 +28,24 @@ type ScramServer struct {
 	user  string // authenticated user, once done
 
 	// Between the two steps.
-	claimed    string     // the user client-first names
-	known      bool       // whether cred is the user's or a decoy
-	cred       Credential // the user's or a decoy
-	gs2Header  string     // what client-final's c= must encode
-	nonce      string     // client nonce + server nonce
-	authPrefix string     // client-first-message-bare "," server-first-message ","
+	claimed    string           // the user client-first names
+	known      bool             // whether cred is the user's or a decoy
+	cred       scram.Credential // the user's or a decoy
+	gs2Header  string           // what client-final's c= must encode
+	nonce      string           // client nonce + server nonce
+	authPrefix string           // client-first-message-bare "," server-first-message ","
 }
 
 var _ Server = (*ScramServer)(nil)
 
-// NewScramServer starts a conversation for mechanism (MechanismScramSHA256
-// or MechanismScramSHA512). lookup finds a user's credential for that
+// NewScramServer starts a conversation for mechanism (config.MechanismSCRAMSHA256
+// or config.MechanismSCRAMSHA512). lookup finds a user's credential for that
 // mechanism; a nil lookup knows no one. nonce is the source of server
 // nonces; nil means crypto/rand.
-func NewScramServer(mechanism string, lookup func(user string) (Credential, bool), nonce io.Reader, opts ...ScramOption) (*ScramServer, error) {
-	h, ok := scramHash(mechanism)
+func NewScramServer(mechanism string, lookup func(user string) (scram.Credential, bool), nonce io.Reader, opts ...ScramOption) (*ScramServer, error) {
+	h, ok := scram.Hash(mechanism)
 	if !ok {
-		return nil, fmt.Errorf("%w: %q is not SCRAM", ErrUnknownMechanism, mechanism)
+		return nil, fmt.Errorf("%w: %q is not SCRAM", scram.ErrUnknownMechanism, mechanism)
 	}
 	if nonce == nil {
 		nonce = rand.Reader
@@ -95,13 +97,13 @@ func (s *ScramServer) first(msg []byte) (string, error) {
 	// The decoy is derived for every user, known or not, so that both
 	// take the same work.
 	decoy := s.decoy(cf.user)
-	var cred Credential
+	var cred scram.Credential
 	var known bool
 	if s.lookup != nil {
 		cred, known = s.lookup(cf.user)
 	}
 	if known {
-		if err := cred.validate(s.mechanism); err != nil {
+		if err := usable(cred, s.mechanism); err != nil {
 			// The lookup's fault, not the client's: Kafka too fails here.
 			return "", fmt.Errorf("%w: sasl: user %q: %w", kerr.SaslAuthenticationFailed, cf.user, err)
 		}
@@ -115,7 +117,7 @@ func (s *ScramServer) first(msg []byte) (string, error) {
 	s.claimed, s.known, s.cred = cf.user, known, cred
 	s.gs2Header = cf.gs2Header
 	s.nonce = cf.nonce + snonce
-	sf := serverFirst(s.nonce, cred.Salt, cred.Iterations)
+	sf := serverFirst(s.nonce, cred.Salt, int(cred.Iterations))
 	s.authPrefix = cf.bare + "," + sf + ","
 	return sf, nil
 }
@@ -137,11 +139,11 @@ func (s *ScramServer) final(msg []byte) ([]byte, error) {
 		return serverError(errOtherError), fmt.Errorf("%w: SCRAM nonce is not the one the server sent", ErrAuthenticationFailed)
 	}
 	authMessage := []byte(s.authPrefix + cf.withoutProof)
-	clientSignature := hmacSum(s.hash, s.cred.StoredKey, authMessage)
+	clientSignature := scram.HMAC(s.hash, s.cred.StoredKey, authMessage)
 	if len(cf.proof) != len(clientSignature) || !s.proves(cf.proof, clientSignature) || !s.known {
 		return serverError(errInvalidProof), fmt.Errorf("%w: invalid credentials", ErrAuthenticationFailed)
 	}
-	serverSignature := hmacSum(s.hash, s.cred.ServerKey, authMessage)
+	serverSignature := scram.HMAC(s.hash, s.cred.ServerKey, authMessage)
 	return []byte("v=" + base64.StdEncoding.EncodeToString(serverSignature)), nil
 }
 
@@ -150,12 +152,21 @@ func (s *ScramServer) final(msg []byte) ([]byte, error) {
 func (s *ScramServer) proves(proof, clientSignature []byte) bool {
 	clientKey := make([]byte, len(proof))
 	subtle.XORBytes(clientKey, proof, clientSignature)
-	return subtle.ConstantTimeCompare(hashSum(s.hash, clientKey), s.cred.StoredKey) == 1
+	return subtle.ConstantTimeCompare(scram.Sum(s.hash, clientKey), s.cred.StoredKey) == 1
 }
 
 // end moves to a final state and drops what the exchange held, as Kafka's
 // clearCredentials does.
 func (s *ScramServer) end(st state) {
 	s.state = st
-	s.cred, s.authPrefix, s.nonce, s.gs2Header, s.claimed = Credential{}, "", "", "", ""
+	s.cred, s.authPrefix, s.nonce, s.gs2Header, s.claimed = scram.Credential{}, "", "", "", ""
+}
+
+// usable reports what makes a looked-up credential unfit for this
+// exchange: another mechanism's, or not one Kafka would have stored.
+func usable(c scram.Credential, mechanism string) error {
+	if c.Mechanism != mechanism {
+		return fmt.Errorf("%w: a %q credential for a %s exchange", scram.ErrInvalidCredential, c.Mechanism, mechanism)
+	}
+	return c.Validate()
 }

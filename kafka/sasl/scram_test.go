@@ -8,12 +8,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/sasl/scram"
+	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/weir-broker/weir/broker/scram"
+	"github.com/weir-broker/weir/config"
 )
 
 // Full exchanges against franz-go's SCRAM client, for both hashes.
 func TestScramWithFranzGo(t *testing.T) {
-	for _, mechanism := range []string{MechanismScramSHA256, MechanismScramSHA512} {
+	for _, mechanism := range []string{config.MechanismSCRAMSHA256, config.MechanismSCRAMSHA512} {
 		lookup := credentials(t, mechanism, map[string]string{
 			"alice":   "alice-secret",
 			"a,b=c":   "escaped",
@@ -38,9 +41,9 @@ func TestScramWithFranzGo(t *testing.T) {
 			{name: "delegation-token", user: "alice", pass: "alice-secret", token: true, want: ErrUnsupported},
 		} {
 			t.Run(mechanism+"/"+tc.name, func(t *testing.T) {
-				auth := scram.Auth{Zid: tc.zid, User: tc.user, Pass: tc.pass, IsToken: tc.token}
+				auth := kscram.Auth{Zid: tc.zid, User: tc.user, Pass: tc.pass, IsToken: tc.token}
 				client := auth.AsSha256Mechanism()
-				if mechanism == MechanismScramSHA512 {
+				if mechanism == config.MechanismSCRAMSHA512 {
 					client = auth.AsSha512Mechanism()
 				}
 				server, err := NewScramServer(mechanism, lookup, nil)
@@ -78,11 +81,11 @@ type scramRun struct {
 	clientFinishesServer func(serverFinal []byte) error
 }
 
-func startScram(t *testing.T, mechanism, user, pass string, lookup func(string) (Credential, bool), opts ...ScramOption) scramRun {
+func startScram(t *testing.T, mechanism, user, pass string, lookup func(string) (scram.Credential, bool), opts ...ScramOption) scramRun {
 	t.Helper()
-	auth := scram.Auth{User: user, Pass: pass}
+	auth := kscram.Auth{User: user, Pass: pass}
 	client := auth.AsSha256Mechanism()
-	if mechanism == MechanismScramSHA512 {
+	if mechanism == config.MechanismSCRAMSHA512 {
 		client = auth.AsSha512Mechanism()
 	}
 	session, first, err := client.Authenticate(context.Background(), "weir:9092")
@@ -113,7 +116,7 @@ func startScram(t *testing.T, mechanism, user, pass string, lookup func(string) 
 // The final step's failures: each gives an e= message and ends the
 // conversation.
 func TestScramFinalFailures(t *testing.T) {
-	for _, mechanism := range []string{MechanismScramSHA256, MechanismScramSHA512} {
+	for _, mechanism := range []string{config.MechanismSCRAMSHA256, config.MechanismSCRAMSHA512} {
 		lookup := credentials(t, mechanism, map[string]string{"alice": "alice-secret"})
 		replayed := startScram(t, mechanism, "alice", "alice-secret", lookup)
 		if _, _, err := replayed.server.Step(replayed.clientFinal); err != nil {
@@ -241,7 +244,7 @@ func TestScramFinalFailures(t *testing.T) {
 // password: a salt of the usual shape, the same one every time, and the
 // same failure.
 func TestScramUnknownUserLooksKnown(t *testing.T) {
-	mechanism := MechanismScramSHA256
+	mechanism := config.MechanismSCRAMSHA256
 	lookup := credentials(t, mechanism, map[string]string{"alice": "alice-secret"})
 	salt := func(run scramRun) (salt []byte, iterations string) {
 		attrs := strings.Split(string(run.serverFirst), ",")
@@ -289,7 +292,7 @@ func TestScramUnknownUserLooksKnown(t *testing.T) {
 
 // Malformed or refused client-first messages: an error, no server message.
 func TestScramClientFirst(t *testing.T) {
-	lookup := credentials(t, MechanismScramSHA256, map[string]string{"user": "pencil", "a,b": "x", "a=b": "x"})
+	lookup := credentials(t, config.MechanismSCRAMSHA256, map[string]string{"user": "pencil", "a,b": "x", "a=b": "x"})
 	for _, tc := range []struct {
 		msg  string
 		want error // nil: accepted
@@ -338,7 +341,7 @@ func TestScramClientFirst(t *testing.T) {
 		{"n,a=a=2Cb,n=a=3Db,r=abc", ErrAuthenticationFailed},
 	} {
 		t.Run(tc.msg, func(t *testing.T) {
-			s, err := NewScramServer(MechanismScramSHA256, lookup, nil)
+			s, err := NewScramServer(config.MechanismSCRAMSHA256, lookup, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -363,7 +366,7 @@ func TestScramClientFirst(t *testing.T) {
 
 // Malformed client-final messages, after a good client-first.
 func TestScramClientFinalMalformed(t *testing.T) {
-	lookup := credentials(t, MechanismScramSHA256, map[string]string{"user": "pencil"})
+	lookup := credentials(t, config.MechanismSCRAMSHA256, map[string]string{"user": "pencil"})
 	for _, msg := range []string{
 		"",
 		",",
@@ -383,7 +386,7 @@ func TestScramClientFinalMalformed(t *testing.T) {
 		"biws,r=abc,p=AAAA",
 	} {
 		t.Run(msg, func(t *testing.T) {
-			s, err := NewScramServer(MechanismScramSHA256, lookup, nil)
+			s, err := NewScramServer(config.MechanismSCRAMSHA256, lookup, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -400,30 +403,30 @@ func TestScramClientFinalMalformed(t *testing.T) {
 // A credential the lookup hands back that the mechanism can't use fails
 // the exchange at once: the broker's fault, reported as such.
 func TestScramUnusableCredential(t *testing.T) {
-	good, err := NewCredential(MechanismScramSHA256, "pencil", []byte(testSalt), MinScramIterations)
+	good, err := scram.NewCredential(config.MechanismSCRAMSHA256, "pencil", []byte(testSalt), scram.MinIterations)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name   string
-		mutate func(*Credential)
+		mutate func(*scram.Credential)
 	}{
-		{"other-mechanism", func(c *Credential) { c.Mechanism = MechanismScramSHA512 }},
-		{"no-mechanism", func(c *Credential) { c.Mechanism = "" }},
-		{"few-iterations", func(c *Credential) { c.Iterations = MinScramIterations - 1 }},
-		{"many-iterations", func(c *Credential) { c.Iterations = MaxScramIterations + 1 }},
-		{"no-salt", func(c *Credential) { c.Salt = nil }},
-		{"short-stored-key", func(c *Credential) { c.StoredKey = c.StoredKey[:16] }},
-		{"no-server-key", func(c *Credential) { c.ServerKey = nil }},
+		{"other-mechanism", func(c *scram.Credential) { c.Mechanism = config.MechanismSCRAMSHA512 }},
+		{"no-mechanism", func(c *scram.Credential) { c.Mechanism = "" }},
+		{"few-iterations", func(c *scram.Credential) { c.Iterations = scram.MinIterations - 1 }},
+		{"many-iterations", func(c *scram.Credential) { c.Iterations = scram.MaxIterations + 1 }},
+		{"no-salt", func(c *scram.Credential) { c.Salt = nil }},
+		{"short-stored-key", func(c *scram.Credential) { c.StoredKey = c.StoredKey[:16] }},
+		{"no-server-key", func(c *scram.Credential) { c.ServerKey = nil }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := good
 			tc.mutate(&c)
-			s, err := NewScramServer(MechanismScramSHA256, func(string) (Credential, bool) { return c, true }, nil)
+			s, err := NewScramServer(config.MechanismSCRAMSHA256, func(string) (scram.Credential, bool) { return c, true }, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, _, err := s.Step([]byte("n,,n=user,r=abc")); !errors.Is(err, ErrInvalidCredential) {
+			if _, _, err := s.Step([]byte("n,,n=user,r=abc")); !errors.Is(err, scram.ErrInvalidCredential) {
 				t.Fatalf("got %v", err)
 			} else {
 				checkKafkaCode(t, err)
@@ -434,13 +437,13 @@ func TestScramUnusableCredential(t *testing.T) {
 }
 
 func TestNewScramServerMechanism(t *testing.T) {
-	for _, m := range []string{"", MechanismPlain, "SCRAM-SHA-1", "scram-sha-256", "SCRAM-SHA-256-PLUS"} {
-		if _, err := NewScramServer(m, nil, nil); !errors.Is(err, ErrUnknownMechanism) {
+	for _, m := range []string{"", config.MechanismPlain, "SCRAM-SHA-1", "scram-sha-256", "SCRAM-SHA-256-PLUS"} {
+		if _, err := NewScramServer(m, nil, nil); !errors.Is(err, scram.ErrUnknownMechanism) {
 			t.Fatalf("%q: %v", m, err)
 		}
 	}
 	// A nil lookup knows no one: the exchange still runs, against a decoy.
-	s, err := NewScramServer(MechanismScramSHA512, nil, nil)
+	s, err := NewScramServer(config.MechanismSCRAMSHA512, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,7 +468,7 @@ func TestServerNonce(t *testing.T) {
 	if _, err := serverNonce(strings.NewReader("short")); err == nil {
 		t.Fatal("a short source gave a nonce")
 	}
-	s, err := NewScramServer(MechanismScramSHA256, nil, strings.NewReader("short"))
+	s, err := NewScramServer(config.MechanismSCRAMSHA256, nil, strings.NewReader("short"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,16 +1,11 @@
 package sasl
 
-// Mechanism names, as SaslHandshake carries them.
-const (
-	MechanismPlain       = "PLAIN"
-	MechanismScramSHA256 = "SCRAM-SHA-256"
-	MechanismScramSHA512 = "SCRAM-SHA-512"
-)
+import "github.com/weir-broker/weir/config"
 
 // Mechanisms lists the mechanisms this package implements, for a
 // SaslHandshake response to offer.
 func Mechanisms() []string {
-	return []string{MechanismPlain, MechanismScramSHA256, MechanismScramSHA512}
+	return []string{config.MechanismPlain, config.MechanismSCRAMSHA256, config.MechanismSCRAMSHA512}
 }
 
 // Server is one client's authentication conversation. It is not safe for
