@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/broker/group"
 	"github.com/weir-broker/weir/broker/memory"
 	"github.com/weir-broker/weir/coalescer"
@@ -78,7 +79,7 @@ type Broker struct {
 	// controller's view. Partitions have their own locks for their data.
 	mu     sync.RWMutex
 	byName map[string]*Topic
-	byID   map[TopicID]*Topic
+	byID   map[controller.TopicID]*Topic
 	closed bool
 
 	producerMu sync.Mutex
@@ -126,7 +127,7 @@ func Open(opts Options) (*Broker, error) {
 		licenseKeys: opts.LicenseKeys,
 		logFS:       opts.LogFS,
 		byName:      map[string]*Topic{},
-		byID:        map[TopicID]*Topic{},
+		byID:        map[controller.TopicID]*Topic{},
 		stop:        make(chan struct{}),
 	}
 	fail := func(err error) (*Broker, error) {

@@ -94,7 +94,7 @@ func (b *Broker) ControllerID() int32 {
 // controller's view, whichever broker hosts it.
 func (b *Broker) PartitionInfos(t *Topic) []PartitionInfo {
 	v := b.ctrl.state.View()
-	ct := v.TopicByID(controller.TopicID(t.ID))
+	ct := v.TopicByID(t.ID)
 	if ct == nil {
 		return nil
 	}
@@ -124,7 +124,7 @@ func (b *Broker) PartitionInfos(t *Topic) []PartitionInfo {
 // NOT_LEADER_OR_FOLLOWER answers that carry the new leader (KIP-951).
 func (b *Broker) LeaderHint(t *Topic, partition int32) (leader BrokerInfo, epoch int32, ok bool) {
 	v := b.ctrl.state.View()
-	cp, ok := v.Partition(controller.TopicID(t.ID), partition)
+	cp, ok := v.Partition(t.ID, partition)
 	if !ok {
 		return BrokerInfo{}, -1, false
 	}

@@ -240,7 +240,7 @@ func (b *Broker) maintainLeaders() {
 		}
 		// One partition's copy, not its topic's: a topic of thousands
 		// of partitions would be copied once per partition otherwise.
-		cp, ok := v.Partition(controller.TopicID(p.topic.ID), p.Index)
+		cp, ok := v.Partition(p.topic.ID, p.Index)
 		if !ok {
 			continue
 		}
@@ -278,7 +278,7 @@ func (b *Broker) reportISR(p *Partition, cp controller.Partition, lagMax time.Du
 		return
 	}
 	_, err := b.propose(controller.ReportLeader{
-		TopicID: controller.TopicID(p.topic.ID), Partition: p.Index,
+		TopicID: p.topic.ID, Partition: p.Index,
 		Leader: b.node.NodeID, LeaderEpoch: epoch, Term: uint64(epoch), ISR: isr,
 	})
 	if err != nil {

@@ -26,9 +26,9 @@ func (b *Broker) reconcile(v *controller.View) {
 	}
 	var removed []*Topic
 	b.mu.Lock()
-	wanted := map[TopicID]bool{}
+	wanted := map[controller.TopicID]bool{}
 	for _, ct := range v.Topics() {
-		id := TopicID(ct.ID)
+		id := ct.ID
 		wanted[id] = true
 		t := b.byID[id]
 		if t == nil {

@@ -21,7 +21,7 @@ import (
 // topic id (never reused, unlike names) and the partition number. The
 // group's leader is the Kafka partition leader and its term the leader
 // epoch.
-func partitionGroupName(id TopicID, partition int32) string {
+func partitionGroupName(id controller.TopicID, partition int32) string {
 	return "p-" + id.String() + "-" + strconv.Itoa(int(partition))
 }
 
@@ -332,7 +332,7 @@ func (b *Broker) reportLeader(p *Partition, term uint64) {
 			return
 		}
 		_, err := b.propose(controller.ReportLeader{
-			TopicID: controller.TopicID(p.topic.ID), Partition: p.Index,
+			TopicID: p.topic.ID, Partition: p.Index,
 			Leader: b.node.NodeID, LeaderEpoch: int32(term), Term: term,
 		})
 		if err == nil || errors.Is(err, kerr.FencedLeaderEpoch) || errors.Is(err, kerr.UnknownTopicID) || errors.Is(err, kerr.UnknownTopicOrPartition) {

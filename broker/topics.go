@@ -25,7 +25,7 @@ const topicsDir = "topics"
 // Topic is a named set of partitions.
 type Topic struct {
 	Name string
-	ID   TopicID
+	ID   controller.TopicID
 	// ReplicationFactor is the number of replicas of each partition,
 	// fixed at creation.
 	ReplicationFactor int16
@@ -64,7 +64,7 @@ func (t *Topic) LocalPartition(i int32) (*Partition, error) {
 // Configs returns the explicit topic configs.
 func (t *Topic) Configs() map[string]string { return *t.configs.Load() }
 
-func (b *Broker) topicDir(name string, id TopicID) string {
+func (b *Broker) topicDir(name string, id controller.TopicID) string {
 	return filepath.Join(b.node.DataDir, topicsDir, name+"-"+id.String())
 }
 
@@ -88,7 +88,7 @@ func (b *Broker) Topic(name string) *Topic {
 }
 
 // TopicByID looks a topic up by ID.
-func (b *Broker) TopicByID(id TopicID) *Topic {
+func (b *Broker) TopicByID(id controller.TopicID) *Topic {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	return b.byID[id]
@@ -134,7 +134,7 @@ func (b *Broker) CreateTopic(req CreateTopicRequest) (*Topic, error) {
 		return nil, err
 	}
 	cmd := controller.CreateTopic{
-		Name: req.Name, ID: controller.TopicID(newTopicID()), Partitions: req.Partitions,
+		Name: req.Name, ID: controller.NewTopicID(), Partitions: req.Partitions,
 		ReplicationFactor: req.ReplicationFactor, Configs: req.Configs, Internal: req.Internal,
 		PlacementSeed: newPlacementSeed(),
 	}
@@ -192,7 +192,7 @@ const leaderWait = 10 * time.Second
 func (b *Broker) awaitLeaders(ctx context.Context, t *Topic) bool {
 	dl, _ := ctx.Deadline()
 	return b.waitFor(time.Until(dl), func() bool {
-		ct := b.ctrl.state.View().TopicByID(controller.TopicID(t.ID))
+		ct := b.ctrl.state.View().TopicByID(t.ID)
 		if ct == nil {
 			return true
 		}
@@ -225,7 +225,7 @@ func (b *Broker) waitFor(timeout time.Duration, done func() bool) bool {
 // detachedTopic describes a topic that does not exist here (validate-only
 // answers).
 func detachedTopic(ct *controller.Topic) *Topic {
-	t := &Topic{Name: ct.Name, ID: TopicID(ct.ID), ReplicationFactor: int16(ct.ReplicationFactor())}
+	t := &Topic{Name: ct.Name, ID: ct.ID, ReplicationFactor: int16(ct.ReplicationFactor())}
 	configs := ct.Configs
 	if configs == nil {
 		configs = map[string]string{}
@@ -269,7 +269,7 @@ func (b *Broker) DeleteTopic(name string) error {
 }
 
 // DeleteTopicByID deletes a topic named by its ID (DeleteTopics v6+).
-func (b *Broker) DeleteTopicByID(id TopicID) (string, error) {
+func (b *Broker) DeleteTopicByID(id controller.TopicID) (string, error) {
 	t := b.TopicByID(id)
 	if t == nil {
 		return "", fmt.Errorf("%w: %s", kerr.UnknownTopicID, id)
@@ -281,7 +281,7 @@ func (b *Broker) deleteTopic(t *Topic) error {
 	if t.Internal() {
 		return fmt.Errorf("%w: the internal topic %s cannot be deleted", kerr.InvalidTopicException, t.Name)
 	}
-	_, err := b.propose(controller.DeleteTopic{TopicRef: controller.TopicRef{Name: t.Name, ID: controller.TopicID(t.ID)}})
+	_, err := b.propose(controller.DeleteTopic{TopicRef: controller.TopicRef{Name: t.Name, ID: t.ID}})
 	if err == nil {
 		b.logger.Info("deleted topic", "topic", t.Name, "id", t.ID.String())
 	}
@@ -299,7 +299,7 @@ func (b *Broker) CreatePartitions(name string, total int32, validateOnly bool) e
 	case total > maxPartitionsPerTopic:
 		return fmt.Errorf("%w: %d partitions is more than %d", kerr.InvalidPartitions, total, maxPartitionsPerTopic)
 	}
-	cmd := controller.CreatePartitions{TopicRef: controller.TopicRef{Name: t.Name, ID: controller.TopicID(t.ID)}, Total: total, PlacementSeed: newPlacementSeed()}
+	cmd := controller.CreatePartitions{TopicRef: controller.TopicRef{Name: t.Name, ID: t.ID}, Total: total, PlacementSeed: newPlacementSeed()}
 	if validateOnly {
 		_, err := b.check(cmd)
 		return err
@@ -339,7 +339,7 @@ func (b *Broker) AlterTopicConfig(name string, ops []ConfigOp, validateOnly bool
 	if t == nil {
 		return fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, name)
 	}
-	cmd := controller.AlterTopicConfig{TopicRef: controller.TopicRef{Name: t.Name, ID: controller.TopicID(t.ID)}}
+	cmd := controller.AlterTopicConfig{TopicRef: controller.TopicRef{Name: t.Name, ID: t.ID}}
 	for _, op := range ops {
 		if _, ok := lookupTopicConfig(op.Name); !ok {
 			return fmt.Errorf("%w: unknown topic config %q", kerr.InvalidConfig, op.Name)

@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/weir-broker/weir/broker"
+	"github.com/weir-broker/weir/broker/controller"
 )
 
 func (s *Server) handleDeleteTopics(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
@@ -52,7 +52,7 @@ func (s *Server) handleDeleteTopics(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 				err = s.broker.DeleteTopic(*rt.Topic)
 			}
 		case rt.TopicID != [16]byte{}:
-			if t := s.broker.TopicByID(broker.TopicID(rt.TopicID)); t != nil && !mayDelete(t.Name) {
+			if t := s.broker.TopicByID(controller.TopicID(rt.TopicID)); t != nil && !mayDelete(t.Name) {
 				err = kerr.TopicAuthorizationFailed
 				if auth.topicQuietly(kmsg.ACLOperationDescribe, t.Name) {
 					st.Topic = kmsg.StringPtr(t.Name)
@@ -60,7 +60,7 @@ func (s *Server) handleDeleteTopics(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 				break
 			}
 			var name string
-			name, err = s.broker.DeleteTopicByID(broker.TopicID(rt.TopicID))
+			name, err = s.broker.DeleteTopicByID(controller.TopicID(rt.TopicID))
 			if err == nil {
 				st.Topic = &name
 			}

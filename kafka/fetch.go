@@ -53,6 +53,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/broker"
+	"github.com/weir-broker/weir/broker/controller"
 )
 
 func (s *Server) handleFetch(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
@@ -237,7 +238,7 @@ func (c *clientConn) fetchPlan(req *kmsg.FetchRequest, auth *requestAuthorizer) 
 		var t *broker.Topic
 		var unknown error
 		if req.Version >= 13 {
-			t, unknown = b.TopicByID(broker.TopicID(rt.TopicID)), kerr.UnknownTopicID
+			t, unknown = b.TopicByID(controller.TopicID(rt.TopicID)), kerr.UnknownTopicID
 		} else {
 			t, unknown = b.Topic(rt.Topic), kerr.UnknownTopicOrPartition
 		}

@@ -38,6 +38,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/broker"
+	"github.com/weir-broker/weir/broker/controller"
 )
 
 func (s *Server) handleMetadata(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
@@ -93,7 +94,7 @@ func (s *Server) requestedTopicMetadata(auth *requestAuthorizer, rt kmsg.Metadat
 	// AdminClient describes topics by ID with an empty (not null)
 	// name.
 	case rt.TopicID != [16]byte{}:
-		if t = b.TopicByID(broker.TopicID(rt.TopicID)); t == nil {
+		if t = b.TopicByID(controller.TopicID(rt.TopicID)); t == nil {
 			err = kerr.UnknownTopicID
 			rt.Topic = nil
 		} else if !auth.topic(kmsg.ACLOperationDescribe, t.Name) {

@@ -44,6 +44,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/broker"
+	"github.com/weir-broker/weir/broker/controller"
 )
 
 // handleProduce answers a produce request on its own, waiting for every
@@ -90,7 +91,7 @@ func (s *Server) startProduce(c *clientConn, req *kmsg.ProduceRequest) (*kmsg.Pr
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		name, topicErr := rt.Topic, reqErr
 		if topicErr == nil && version >= 13 {
-			if t := s.broker.TopicByID(broker.TopicID(rt.TopicID)); t != nil {
+			if t := s.broker.TopicByID(controller.TopicID(rt.TopicID)); t != nil {
 				name = t.Name
 			} else {
 				topicErr = kerr.UnknownTopicID

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"fmt"
 	"sort"
@@ -12,10 +13,26 @@ import (
 	"github.com/weir-broker/weir/config"
 )
 
-// TopicID is a topic's 16-byte UUID. It has the same layout as
-// broker.TopicID (convert with broker.TopicID(id)); this package cannot
-// import broker, which imports raft.
+// TopicID is a topic's UUID, given at creation and never reused, so a
+// deleted and re-created topic is a different topic to clients (Fetch v13+
+// addresses topics by ID). The controller's records and the broker's
+// topic table share it.
 type TopicID [16]byte
+
+// NewTopicID draws a topic id for a proposer to put in CreateTopic (Apply
+// draws nothing: it must be deterministic).
+func NewTopicID() TopicID {
+	for {
+		var id TopicID
+		_, _ = rand.Read(id[:])
+		// Kafka reserves the zero UUID and the one with only the lowest bit
+		// set; skip both (and anything beginning with '-' in base64, as
+		// Kafka does, so IDs never look like command-line flags).
+		if id != (TopicID{}) && id != (TopicID{15: 1}) && id.String()[0] != '-' {
+			return id
+		}
+	}
+}
 
 // String is Kafka's rendering: URL-safe base64 without padding.
 func (id TopicID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
