@@ -8,7 +8,26 @@
 // returned as *kerr.Error values so that the protocol layer can put their
 // codes on the wire unchanged.
 //
-// Lock order: Broker.mu (topic table) before Partition.appendMu before
-// Partition.waitMu. Partition.leadMu is a leaf. No lock is held while
-// waiting for new data.
+// # Lock order
+//
+// A lock may be taken while holding one above it, never one below:
+//
+//	Broker.mu              the topic table (byName, byID)
+//	Partition.appendMu     the log and what is derived from it: the apply
+//	                       goroutine, restore, retention, checkpoints
+//	Partition.ckptMu       the newest checkpoint and its file
+//	Partition.waitMu       waiting fetches
+//
+// The rest are leaves, held only around their own fields and never while
+// taking another broker lock: Partition.leadMu (leadership reports, taken
+// on the Raft dispatcher), epochCache.mu, leaderTracking.mu,
+// controllerNode.mu (the reconciled index), licenseState.mu,
+// watchers.mu, authorizerCache.buildMu. Two are held across calls out:
+// Partition.coordMu around the group coordinator's load or unload of a
+// __consumer_offsets partition (the coordinator's own locks come after
+// it), and Broker.producerMu around the controller proposal that
+// allocates a block of producer ids (a rare wait, once per thousand
+// InitProducerId calls). The log, the coalescer and the Raft group lock
+// for themselves below all of these. No lock is held while waiting for
+// new data.
 package broker
