@@ -52,11 +52,10 @@ type Broker struct {
 	props      *config.Values // mirror of the controller's cluster properties
 
 	coalescer *coalescer.Coalescer
-	// fetchMemory is the fetch response budget (fetch_memory_budget_bytes).
-	fetchMemory *memory.Pool
-	fetchWaits  sync.Pool // of *fetchWait
-	// readBuffers recycles the buffers consumer fetches read into.
-	readBuffers memory.Buffers
+	// fetchReads owns consumer fetches' read buffers and the fetch
+	// response budget they are charged to (fetch_memory_budget_bytes).
+	fetchReads *memory.Reads
+	fetchWaits sync.Pool // of *fetchWait
 	// logReads and logReadBytes count the log reads of consumer fetches.
 	logReads, logReadBytes atomic.Uint64
 	// served counts fetched partitions by the role of the replica.

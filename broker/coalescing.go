@@ -22,8 +22,8 @@ func (b *Broker) openCoalescer() error {
 	// A shared result's bytes were charged to the fetch budget once, by
 	// the read; its buffer is recycled, or its bytes go back, when its
 	// last reader releases it.
-	opts := coalescer.Options{Shards: b.node.FetchCoalescerShards, Free: b.readBuffers.Recycle, Within: readWithin,
-		RetainBytes: coalescerRetainBytes(b.fetchMemory.Size())}
+	opts := coalescer.Options{Shards: b.node.FetchCoalescerShards, Free: b.fetchReads.Return, Within: readWithin,
+		RetainBytes: coalescerRetainBytes(b.fetchReads.Budget().Size())}
 	if !b.props.Bool("disable_metrics") {
 		opts.Registerer = b.registerer
 	}
@@ -112,7 +112,7 @@ func (b *Broker) LogReadStats() (reads, bytes uint64) {
 
 // readLog reads from a partition's log, counting the reads and bytes.
 func (b *Broker) readLog(p *Partition, offset int64, limit int, mode log.ReadMode, upTo int64) ([]byte, error) {
-	data, err := p.log.ReadWith(offset, limit, mode, upTo, b.readBuffers.Get)
+	data, err := p.log.ReadWith(offset, limit, mode, upTo, b.fetchReads.Get)
 	b.logReads.Add(1)
 	b.logReadBytes.Add(uint64(len(data)))
 	return data, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/weir-broker/weir/broker/memory"
 	"github.com/weir-broker/weir/coalescer"
 	"github.com/weir-broker/weir/log"
 )
@@ -55,11 +56,10 @@ type FetchResult struct {
 	// PreferredReadReplica is the replica the consumer should fetch
 	// from instead (KIP-392), -1 for none.
 	PreferredReadReplica int32
-	// shared holds Records for a coalesced read; otherwise owner is the
-	// broker whose fetch budget holds their bytes and whose buffer pool
-	// takes their buffer back.
+	// shared holds Records for a coalesced read; otherwise reads, when
+	// set, takes their buffer back.
 	shared *coalescer.Result
-	owner  *Broker
+	reads  *memory.Reads
 	// byFollower: a follower replica served this partition.
 	byFollower bool
 	// part and appendedBefore let a waiting fetch see how many bytes
@@ -74,9 +74,9 @@ func (r *FetchResult) Release() {
 	if r.shared != nil {
 		r.shared.Release()
 		r.shared = nil
-	} else if r.owner != nil {
-		r.owner.readBuffers.Recycle(r.Records)
-		r.owner = nil
+	} else if r.reads != nil {
+		r.reads.Return(r.Records)
+		r.reads = nil
 	}
 	r.Records = nil
 }
@@ -261,7 +261,7 @@ func (b *Broker) readOnce(ctx context.Context, req *FetchRequest, maxBytes int32
 		}
 		r.shared = shared
 		if shared == nil {
-			r.owner = b
+			r.reads = b.fetchReads
 		}
 		if len(data) > 0 {
 			r.Records = data

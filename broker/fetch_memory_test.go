@@ -71,15 +71,15 @@ func TestFetchBudgetChargedOncePerCoalescedRead(t *testing.T) {
 			// What is still charged is what was kept for reuse (buffers,
 			// and with coalescing the read retained for later fetches),
 			// and it goes back when a reader needs the budget.
-			held, retained := b.readBuffers.Stats().Held, b.coalescer.RetainedBytes()
-			if used := b.FetchMemoryStats().Used; used != held+retained || held > b.readBuffers.MaxHeld {
-				t.Fatalf("%d bytes still charged after every release, %d held for reuse (at most %d), %d retained", used, held, b.readBuffers.MaxHeld, retained)
+			held, retained := b.fetchReads.Held(), b.coalescer.RetainedBytes()
+			if used := b.FetchMemoryStats().Used; used != held.Held+retained || held.Held > held.MaxHeld {
+				t.Fatalf("%d bytes still charged after every release, %d held for reuse (at most %d), %d retained", used, held.Held, held.MaxHeld, retained)
 			}
 			if coalesce && retained != one {
 				t.Fatalf("%d bytes retained, want the one read (%d)", retained, one)
 			}
 			b.coalescer.Shed(math.MaxInt64)
-			b.readBuffers.Lend(math.MaxInt64)
+			b.fetchReads.Lend(math.MaxInt64)
 			if used := b.FetchMemoryStats().Used; used != 0 {
 				t.Fatalf("%d bytes still charged with no buffer held", used)
 			}
@@ -107,7 +107,7 @@ func TestFetchBudgetShort(t *testing.T) {
 		}}
 	}
 	// Hold most of the budget, as responses stuck on slow sockets would.
-	held := b.fetchMemory.TryAcquireUpTo(budget)
+	held := b.fetchReads.Budget().TryAcquireUpTo(budget)
 	if held != budget {
 		t.Fatalf("held %d", held)
 	}
@@ -131,7 +131,7 @@ func TestFetchBudgetShort(t *testing.T) {
 	for i := range out {
 		out[i].Release()
 	}
-	b.fetchMemory.Release(held)
+	b.fetchReads.Budget().Release(held)
 
 	// With the budget free again the response holds what the budget
 	// does: two of partition 0's three batches (not three: 1.2 MB), and
@@ -160,15 +160,18 @@ func TestReadTakesBuffersKeptForReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept := b.readBuffers.Get(64 << 10) // as a released response's buffer
-	keptAt := &kept[:1][0]
-	b.fetchMemory.Charge(int64(cap(kept)))
-	b.readBuffers.Recycle(kept)
-	if held := b.readBuffers.Stats().Held; held != 64<<10 {
-		t.Fatalf("held %d, want the recycled buffer", held)
+	// A released response's buffer, kept for reuse.
+	kept, err := b.readBudgeted(context.Background(), p, 0, 64<<10, log.Strict, p.HighWatermark())
+	if err != nil || len(kept) == 0 {
+		t.Fatal(len(kept), err)
 	}
-	others := b.fetchMemory.TryAcquireUpTo(budget) // every other byte in use
-	defer b.fetchMemory.Release(others)
+	keptAt, keptCap := &kept[:1][0], int64(cap(kept))
+	b.fetchReads.Return(kept)
+	if held := b.fetchReads.Held().Held; held != keptCap {
+		t.Fatalf("held %d, want the returned buffer (%d)", held, keptCap)
+	}
+	others := b.fetchReads.Budget().TryAcquireUpTo(budget) // every other byte in use
+	defer b.fetchReads.Budget().Release(others)
 
 	data, err := b.readBudgeted(context.Background(), p, 0, 64<<10, log.Strict, p.HighWatermark())
 	if err != nil {
@@ -177,11 +180,116 @@ func TestReadTakesBuffersKeptForReuse(t *testing.T) {
 	if len(data) == 0 {
 		t.Fatal("a strict read got nothing while the budget's only free bytes were buffers kept for reuse")
 	}
-	if held := b.readBuffers.Stats().Held; held != 0 {
+	if held := b.fetchReads.Held().Held; held != 0 {
 		t.Fatalf("%d bytes still kept for reuse", held)
 	}
 	if &data[:1][0] != keptAt {
 		t.Fatal("the read allocated a new buffer instead of taking the one kept for reuse")
 	}
-	b.readBuffers.Recycle(data)
+	b.fetchReads.Return(data)
+}
+
+// TestFetchBuffersReturnedOnce counts every read buffer from the read
+// that charged it to the one Return that gives it back, through what can
+// happen to a fetch in between: coalescing on, off and switched while
+// fetches run (results shared by several fetches, retained for later
+// ones, shed when the budget runs short), a budget smaller than what the
+// fetches ask for (strict reads trimmed or empty, obligatory ones waiting
+// and overdrawing), and fetches abandoned mid-wait as when their
+// connection dies. Once every result is released nothing is outstanding
+// and the budget holds exactly the buffers kept for reuse; a leak, or a
+// buffer given back twice, fails it.
+func TestFetchBuffersReturnedOnce(t *testing.T) {
+	const budget = 512 << 10
+	b := openBudgetBroker(t, budget)
+	tp := mustCreate(t, b, "owned", 3, nil)
+	batch := logtest.Batch{Records: 8, ValueSize: 4 << 10} // ~32 KiB
+	for p := int32(0); p < 3; p++ {
+		for range 4 {
+			produceBatch(t, b, "owned", p, batch)
+		}
+	}
+	setCoalescing := func(on bool) {
+		if err := b.AlterClusterProperties([]PropertyChange{{Name: coalescingProperty, Value: fmt.Sprint(on)}}, false); err != nil {
+			t.Error(err)
+		}
+	}
+	setCoalescing(true)
+
+	ctx, stop := context.WithTimeout(context.Background(), 3*time.Second)
+	defer stop()
+	var wg sync.WaitGroup
+	// Producers keep waking the long polls.
+	wg.Go(func() {
+		for i := 0; ctx.Err() == nil; i++ {
+			if _, err := b.Produce(ctx, "owned", int32(i%3), batch.Encode(), ProduceOptions{}); err != nil && ctx.Err() == nil {
+				t.Errorf("produce: %v", err)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	// Coalescing is switched while fetches run.
+	wg.Go(func() {
+		for on := false; ctx.Err() == nil; on = !on {
+			setCoalescing(on)
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	fetches := 0
+	var fetchesMu sync.Mutex
+	for c := range 12 {
+		wg.Go(func() {
+			out := make([]FetchResult, 3)
+			for i := 0; ctx.Err() == nil; i++ {
+				// Every consumer asks from the same few offsets, so that
+				// coalesced reads are shared and retained.
+				offset := int64((c + i) % 4 * batch.Records)
+				req := &FetchRequest{MaxBytes: 256 << 10, MinBytes: 1, MaxWait: 200 * time.Millisecond}
+				if i%3 == 0 {
+					req.MinBytes = 64 << 20 // a long poll that only a deadline ends
+				}
+				for p := int32(0); p < 3; p++ {
+					req.Partitions = append(req.Partitions, FetchPartition{Topic: tp, Partition: p, Offset: offset, MaxBytes: 128 << 10, LeaderEpoch: -1})
+				}
+				fctx, cancel := context.WithCancel(ctx)
+				if i%4 == 1 {
+					// The connection dies while the fetch waits.
+					time.AfterFunc(time.Duration(i%7)*10*time.Millisecond, cancel)
+				}
+				b.Fetch(fctx, req, out)
+				cancel()
+				for k := range out {
+					out[k].Release()
+				}
+				fetchesMu.Lock()
+				fetches++
+				fetchesMu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+
+	if fetches < 12 {
+		t.Fatalf("only %d fetches ran", fetches)
+	}
+	if out := b.fetchReads.Outstanding(); out != 0 {
+		t.Fatalf("%d read buffers outstanding after every result was released after %d fetches (negative: given back twice)", out, fetches)
+	}
+	setCoalescing(false) // lets every retained read go
+	held := b.fetchReads.Held()
+	if used := b.FetchMemoryStats().Used; used != held.Held {
+		t.Fatalf("%d bytes charged with nothing in use, %d held for reuse", used, held.Held)
+	}
+	s := b.FetchMemoryStats()
+	if s.Trimmed == 0 {
+		t.Errorf("no read was trimmed by the budget (%+v): the test did not exhaust it", s)
+	}
+	var hits uint64
+	for _, sh := range b.coalescer.Stats() {
+		hits += sh.ReadyHits + sh.InflightHits
+	}
+	if hits == 0 {
+		t.Error("no fetch shared a coalesced read: the test did not exercise sharing")
+	}
 }
