@@ -1,8 +1,10 @@
 package broker
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -42,9 +44,11 @@ func (e *producerEntry) find(first, last int32) (producerBatch, bool) {
 }
 
 // producerTable is the idempotent-producer state of one partition,
-// guarded by Partition.appendMu. It is rebuilt from the log's batch
-// headers when the partition opens, so it survives restarts with the
-// data it describes.
+// guarded by Partition.appendMu. Every replica's is the same: the
+// partition's checkpoint and snapshots carry it (encode), and a restart
+// or a snapshot install restores it rather than rebuilding it from what
+// is left of the log; only a checkpoint of an earlier release, which
+// has none, has it rebuilt from the log's batch headers.
 type producerTable struct {
 	m map[int64]*producerEntry
 }
@@ -142,4 +146,64 @@ func (b *Broker) InitProducerID() (id int64, epoch int16, err error) {
 	id = b.producer.next
 	b.producer.next++
 	return id, 0, nil
+}
+
+// producerRecord is one producer's state as checkpoints and snapshots
+// carry it: its epoch and its latest batches, oldest first, each as
+// [first sequence, last sequence, base offset].
+type producerRecord struct {
+	ID      int64      `json:"id"`
+	Epoch   int16      `json:"epoch"`
+	Batches [][3]int64 `json:"batches"`
+}
+
+// encode is the table as one line of JSON, producers by id, so that equal
+// tables encode the same.
+//
+// The table is part of what a replica's checkpoint and snapshot restore,
+// rather than rebuilt from the batches left in the log: a running replica
+// still knows a producer whose batches DeleteRecords or retention (each
+// replica's own, by its own clock) removed, and a replica that forgot it
+// at a restart would append a retry the others answer as a duplicate,
+// and from then on give every batch other offsets.
+func (t *producerTable) encode() string {
+	ids := make([]int64, 0, len(t.m))
+	for id := range t.m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	recs := make([]producerRecord, 0, len(ids))
+	for _, id := range ids {
+		e := t.m[id]
+		r := producerRecord{ID: id, Epoch: e.epoch, Batches: make([][3]int64, 0, e.n)}
+		for i := range e.n {
+			b := e.batches[(e.next-e.n+i+producerWindow)%producerWindow]
+			r.Batches = append(r.Batches, [3]int64{int64(b.firstSeq), int64(b.lastSeq), b.baseOffset})
+		}
+		recs = append(recs, r)
+	}
+	data, _ := json.Marshal(recs) // plain values: cannot fail
+	return string(data)
+}
+
+// decodeProducerTable reads what encode wrote.
+func decodeProducerTable(s string) (producerTable, error) {
+	var recs []producerRecord
+	if err := json.Unmarshal([]byte(s), &recs); err != nil {
+		return producerTable{}, fmt.Errorf("producer state: %w", err)
+	}
+	t := producerTable{m: make(map[int64]*producerEntry, len(recs))}
+	for _, r := range recs {
+		if len(r.Batches) > producerWindow {
+			return producerTable{}, fmt.Errorf("producer state: producer %d has %d batches, at most %d", r.ID, len(r.Batches), producerWindow)
+		}
+		e := &producerEntry{epoch: r.Epoch}
+		for _, b := range r.Batches {
+			e.batches[e.next] = producerBatch{firstSeq: int32(b[0]), lastSeq: int32(b[1]), baseOffset: b[2]}
+			e.next = (e.next + 1) % producerWindow
+			e.n++
+		}
+		t.m[r.ID] = e
+	}
+	return t, nil
 }

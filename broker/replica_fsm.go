@@ -201,18 +201,30 @@ func (p *Partition) failure() error {
 // Raft replay the entries after Index, which its log store kept (it trims
 // only behind snapshots, and every snapshot writes a checkpoint first).
 //
+// It also holds the idempotent producers' state at Index (see
+// producerTable.encode), which a restart restores rather than rebuilds
+// from what is left of the log.
+//
 // File "raft-checkpoint" in the partition directory, written atomically:
 //
-//	weir-partition-checkpoint 1
+//	weir-partition-checkpoint 2
 //	<index> <end>
+//	<producer state: one line of JSON>
+//
+// Version 1 files (the first two lines alone) are read too: their
+// producer state is rebuilt from the log, as it was written for.
 const (
-	checkpointFile   = "raft-checkpoint"
-	checkpointHeader = "weir-partition-checkpoint 1"
+	checkpointFile     = "raft-checkpoint"
+	checkpointHeader   = "weir-partition-checkpoint 2"
+	checkpointHeaderV1 = "weir-partition-checkpoint 1"
 )
 
 type checkpoint struct {
-	Index uint64 `json:"index"`
-	End   int64  `json:"end"`
+	Index uint64
+	End   int64
+	// Producers is the producer table at Index (encode's form); ""
+	// when the checkpoint carries none (version 1).
+	Producers string
 }
 
 func readPartitionCheckpoint(dir string) (checkpoint, bool, error) {
@@ -227,7 +239,12 @@ func readPartitionCheckpoint(dir string) (checkpoint, bool, error) {
 	// otherwise read as a smaller offset, and the replica would apply the
 	// entries after Index on top of too short a log.
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(lines) != 2 || lines[0] != checkpointHeader || !strings.HasSuffix(string(data), "\n") {
+	switch {
+	case !strings.HasSuffix(string(data), "\n"):
+		return checkpoint{}, false, fmt.Errorf("%s: cut short", checkpointFile)
+	case len(lines) == 3 && lines[0] == checkpointHeader:
+	case len(lines) == 2 && lines[0] == checkpointHeaderV1:
+	default:
 		return checkpoint{}, false, fmt.Errorf("%s: not a checkpoint", checkpointFile)
 	}
 	f := strings.Fields(lines[1])
@@ -240,6 +257,12 @@ func readPartitionCheckpoint(dir string) (checkpoint, bool, error) {
 	}
 	if c.End, err = strconv.ParseInt(f[1], 10, 64); err != nil || c.End < 0 {
 		return c, false, fmt.Errorf("%s: end offset %q", checkpointFile, f[1])
+	}
+	if len(lines) == 3 {
+		if _, err := decodeProducerTable(lines[2]); err != nil {
+			return c, false, fmt.Errorf("%s: %w", checkpointFile, err)
+		}
+		c.Producers = lines[2]
 	}
 	return c, true, nil
 }
@@ -255,7 +278,7 @@ func (p *Partition) writeCheckpoint(c checkpoint) error {
 		// checkpoint costs no file write.
 		return nil
 	}
-	data := fmt.Sprintf("%s\n%d %d\n", checkpointHeader, c.Index, c.End)
+	data := fmt.Sprintf("%s\n%d %d\n%s\n", checkpointHeader, c.Index, c.End, c.Producers)
 	if err := p.log.WriteFile(checkpointFile, []byte(data)); err != nil {
 		return p.fail(fmt.Errorf("checkpoint: %w", err))
 	}
@@ -276,13 +299,19 @@ func (p *Partition) pinBase() error {
 	if onDisk {
 		return nil
 	}
-	return p.writeCheckpoint(checkpoint{Index: p.applied, End: p.log.EndOffset()})
+	return p.writeCheckpoint(p.checkpointNow())
+}
+
+// checkpointNow is what a checkpoint written now holds; p.appendMu is
+// held.
+func (p *Partition) checkpointNow() checkpoint {
+	return checkpoint{Index: p.applied, End: p.log.EndOffset(), Producers: p.producers.encode()}
 }
 
 // checkpointLocked fsyncs the log and checkpoints what it holds now;
 // p.appendMu is held.
 func (p *Partition) checkpointLocked() error {
-	c := checkpoint{Index: p.applied, End: p.log.EndOffset()}
+	c := p.checkpointNow()
 	if err := p.log.Sync(); err != nil {
 		return p.fail(fmt.Errorf("sync: %w", err))
 	}
@@ -298,34 +327,24 @@ func (p *Partition) recoverFromCheckpoint(sole bool, logger *slog.Logger) error 
 		return err
 	}
 	l := p.log
+	// An empty log at offset 0 with no checkpoint is written before its
+	// first entry is applied (pinBase): writing it now would cost a
+	// topic of thousands of partitions seconds of fsyncs, most of them
+	// before any record arrives. Anything else is made durable below.
+	rewrite := !ok && (l.EndOffset() != 0 || l.LogStartOffset() != 0 || l.Size() != 0)
 	if !ok {
 		// A new partition, or a log written before it was replicated:
 		// what it holds is the base the group's entries apply on.
 		c = checkpoint{Index: 0, End: l.EndOffset()}
-		// An empty log at offset 0 is written before its first entry
-		// is applied (pinBase): writing it now would cost a topic of
-		// thousands of partitions seconds of fsyncs, most of them
-		// before any record arrives. Anything else is made durable
-		// first.
-		if c.End != 0 || l.LogStartOffset() != 0 || l.Size() != 0 {
-			if err := l.Sync(); err != nil {
-				return err
-			}
-			if err := p.writeCheckpoint(c); err != nil {
-				return err
-			}
-		}
 	}
 	switch end, start := l.EndOffset(), l.LogStartOffset(); {
 	case end < c.End && sole:
 		// Data that was fsynced is gone (the disk lost or corrupted
 		// it). With no other replica to copy it from, keep what is
-		// left, as Kafka's recovery does, and go on from there.
+		// left, as Kafka's recovery does, and go on from there; the
+		// producers' state is what the batches left say.
 		logger.Error("log lost fsynced batches; continuing from what is left", "log_end", end, "checkpoint_end", c.End)
-		c.End = end
-		if err := p.writeCheckpoint(c); err != nil {
-			return err
-		}
+		c.End, c.Producers, rewrite = end, "", true
 	case end < c.End:
 		// Applying the Raft log on top would give later batches other
 		// offsets than on the other replicas.
@@ -342,19 +361,40 @@ func (p *Partition) recoverFromCheckpoint(sole bool, logger *slog.Logger) error 
 		}
 	}
 	p.applied = c.Index
+	if err := p.rebuildDerived(c.Producers); err != nil {
+		return err
+	}
+	if rewrite {
+		if err := l.Sync(); err != nil {
+			return err
+		}
+		c = p.checkpointNow()
+		if err := p.writeCheckpoint(c); err != nil {
+			return err
+		}
+	}
 	p.ckptMu.Lock()
-	p.checkpoint, p.ckptOnDisk = c, ok || p.ckptOnDisk
+	p.checkpoint, p.ckptOnDisk = c, ok || rewrite || p.ckptOnDisk
 	p.ckptMu.Unlock()
-	return p.rebuildDerived()
+	return nil
 }
 
-// rebuildDerived recomputes the producer table, the epoch cache and the
-// high watermark from the log; p.appendMu is held or the replica is not
-// running yet.
-func (p *Partition) rebuildDerived() error {
-	p.producers = producerTable{}
-	if err := p.producers.rebuild(p.log); err != nil {
-		return fmt.Errorf("rebuild producer state: %w", err)
+// rebuildDerived restores the producer table from producers (a
+// checkpoint's or snapshot's; "" rebuilds it from the log's batches) and
+// recomputes the epoch cache and the high watermark from the log;
+// p.appendMu is held or the replica is not running yet.
+func (p *Partition) rebuildDerived(producers string) error {
+	if producers != "" {
+		t, err := decodeProducerTable(producers)
+		if err != nil {
+			return err
+		}
+		p.producers = t
+	} else {
+		p.producers = producerTable{}
+		if err := p.producers.rebuild(p.log); err != nil {
+			return fmt.Errorf("rebuild producer state: %w", err)
+		}
 	}
 	if err := p.epochs.rebuild(p.log); err != nil {
 		return fmt.Errorf("rebuild leader epochs: %w", err)
@@ -367,12 +407,24 @@ func (p *Partition) rebuildDerived() error {
 // installing it copies the batches it lacks from the leader's log
 // (pullRecords), which holds them because its own checkpoint is at least
 // this far.
+//
+// Version 2 adds the producer table at Index (producerTable.encode), which
+// an installing replica takes as it is; a version 1 snapshot's is rebuilt
+// from the log.
 type snapshotMeta struct {
-	Version  int    `json:"version"`
-	Index    uint64 `json:"index"`
-	End      int64  `json:"end"`
-	LogStart int64  `json:"log_start"`
+	Version   int             `json:"version"`
+	Index     uint64          `json:"index"`
+	End       int64           `json:"end"`
+	LogStart  int64           `json:"log_start"`
+	Producers json.RawMessage `json:"producers,omitempty"`
 }
+
+// snapshotVersion is the version Snapshot writes.
+const snapshotVersion = 2
+
+// maxSnapshotMeta bounds a partition snapshot: a producer table of a few
+// hundred thousand producers.
+const maxSnapshotMeta = 64 << 20
 
 type partitionSnapshot struct {
 	p    *Partition
@@ -386,7 +438,9 @@ func (p *Partition) Snapshot() (raft.Snapshot, error) {
 	if err := p.failure(); err != nil {
 		return nil, err
 	}
-	return &partitionSnapshot{p: p, meta: snapshotMeta{Version: 1, Index: p.applied, End: p.log.EndOffset(), LogStart: p.log.LogStartOffset()}}, nil
+	c := p.checkpointNow()
+	return &partitionSnapshot{p: p, meta: snapshotMeta{Version: snapshotVersion, Index: c.Index, End: c.End,
+		LogStart: p.log.LogStartOffset(), Producers: json.RawMessage(c.Producers)}}, nil
 }
 
 func (s *partitionSnapshot) Persist(w io.Writer) error {
@@ -395,7 +449,7 @@ func (s *partitionSnapshot) Persist(w io.Writer) error {
 	if err := s.p.log.Sync(); err != nil {
 		return s.p.fail(fmt.Errorf("sync: %w", err))
 	}
-	if err := s.p.writeCheckpoint(checkpoint{Index: s.meta.Index, End: s.meta.End}); err != nil {
+	if err := s.p.writeCheckpoint(checkpoint{Index: s.meta.Index, End: s.meta.End, Producers: string(s.meta.Producers)}); err != nil {
 		return err
 	}
 	return json.NewEncoder(w).Encode(s.meta)
@@ -408,10 +462,10 @@ func (s *partitionSnapshot) Release() {}
 // lacks, up to the snapshot's end, from the leader.
 func (p *Partition) Restore(r io.Reader) error {
 	var meta snapshotMeta
-	if err := json.NewDecoder(io.LimitReader(r, 1<<16)).Decode(&meta); err != nil {
+	if err := json.NewDecoder(io.LimitReader(r, maxSnapshotMeta)).Decode(&meta); err != nil {
 		return fmt.Errorf("partition snapshot: %w", err)
 	}
-	if meta.Version != 1 {
+	if meta.Version != 1 && meta.Version != snapshotVersion {
 		return fmt.Errorf("partition snapshot version %d", meta.Version)
 	}
 	p.appendMu.Lock()
@@ -426,11 +480,14 @@ func (p *Partition) Restore(r io.Reader) error {
 		return err
 	}
 	p.applied = meta.Index
+	// The leader's producer table at the snapshot, not one rebuilt from
+	// the batches copied: those may no longer show every producer the
+	// other replicas know.
+	if err := p.rebuildDerived(string(meta.Producers)); err != nil {
+		return p.fail(err)
+	}
 	if err := p.checkpointLocked(); err != nil {
 		return err
-	}
-	if err := p.rebuildDerived(); err != nil {
-		return p.fail(err)
 	}
 	p.wake()
 	return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/weir-broker/weir/log"
 	"github.com/weir-broker/weir/log/logtest"
+	"github.com/weir-broker/weir/raft"
 )
 
 func TestLeaderTrackingISR(t *testing.T) {
@@ -102,6 +103,17 @@ func readAll(t *testing.T, p *Partition) []byte {
 // entries after it: the same batches at the same offsets with the same
 // epochs.
 func TestReplicaReplaysRaftLogAfterCheckpoint(t *testing.T) {
+	for name, first := range map[string]string{
+		"v2": checkpointHeader + "\n0 0\n[]\n",
+		// A checkpoint of an earlier release: the producer state is
+		// rebuilt from the log.
+		"v1": checkpointHeaderV1 + "\n0 0\n",
+	} {
+		t.Run(name, func(t *testing.T) { replayAfterCheckpoint(t, first) })
+	}
+}
+
+func replayAfterCheckpoint(t *testing.T, firstCheckpoint string) {
 	dir := t.TempDir()
 	b := openTestBroker(t, dir)
 	tp := mustCreate(t, b, "replay", 1, nil)
@@ -118,7 +130,7 @@ func TestReplicaReplaysRaftLogAfterCheckpoint(t *testing.T) {
 	b.Close()
 
 	// As if only the first checkpoint had been durable.
-	if err := os.WriteFile(filepath.Join(pdir, checkpointFile), []byte(checkpointHeader+"\n0 0\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(pdir, checkpointFile), []byte(firstCheckpoint), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	b = openTestBroker(t, dir)
@@ -235,8 +247,11 @@ func TestSnapshotWritesCheckpoint(t *testing.T) {
 func TestTornCheckpointIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	for _, data := range []string{
-		checkpointHeader + "\n100 1000\n",
-		checkpointHeader + "\n100 100",
+		checkpointHeaderV1 + "\n100 1000\n",
+		checkpointHeader + "\n100 1000\n[]\n",
+		checkpointHeaderV1 + "\n100 100",
+		checkpointHeader + "\n100 1000\n[]",
+		checkpointHeader + "\n100 1000\n[{\"id\":7,",
 		checkpointHeader + "\n100 ",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, checkpointFile), []byte(data), 0o644); err != nil {
@@ -245,10 +260,60 @@ func TestTornCheckpointIsRefused(t *testing.T) {
 		c, ok, err := readPartitionCheckpoint(dir)
 		whole := strings.HasSuffix(data, "\n")
 		switch {
-		case whole && (err != nil || !ok || c != checkpoint{Index: 100, End: 1000}):
+		case whole && (err != nil || !ok || c.Index != 100 || c.End != 1000):
 			t.Errorf("%q: got %+v %v %v, want {100 1000}", data, c, ok, err)
 		case !whole && err == nil:
 			t.Errorf("%q: read as %+v, want an error", data, c)
+		}
+	}
+}
+
+// A replica that installs a snapshot takes the leader's producer table
+// with it: the batches it copies no longer show a producer whose records
+// DeleteRecords removed, yet the leader still answers that producer's
+// retry as a duplicate, and so must the new replica, or every later batch
+// would land at other offsets on it.
+func TestSnapshotInstallKeepsProducerState(t *testing.T) {
+	leader := openReplayPartition(t, t.TempDir())
+	apply := func(p *Partition, index uint64, data []byte) applyResult {
+		t.Helper()
+		return p.Apply(raft.Entry{Index: index, Term: 1, Data: data}).(applyResult)
+	}
+	first, retry := idem(7, 0, 0, 2).Encode(), idem(7, 0, 2, 2).Encode()
+	for i, e := range [][]byte{encodeAppend(0, first), encodeAppend(0, retry), encodeAppend(0, logtest.Batch{Records: 3}.Encode()), encodeDeleteRecords(-1)} {
+		if r := apply(leader, uint64(i+1), e); r.err != nil {
+			t.Fatalf("entry %d: %v", i+1, r.err)
+		}
+	}
+	snap, err := leader.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta bytes.Buffer
+	if err := snap.Persist(&meta); err != nil {
+		t.Fatal(err)
+	}
+
+	follower := openReplayPartition(t, t.TempDir())
+	follower.pull = func(from, upTo int64) (recordChunk, error) {
+		c := recordChunk{LogStart: leader.log.LogStartOffset(), End: leader.log.EndOffset()}
+		if from >= c.LogStart {
+			recs, err := leader.log.Read(from, 1<<20, log.Strict, upTo)
+			if err != nil {
+				return recordChunk{}, err
+			}
+			c.Records = recs
+		}
+		return c, nil
+	}
+	if err := follower.Restore(bytes.NewReader(meta.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*Partition{leader, follower} {
+		r := apply(p, 5, encodeAppend(0, retry))
+		if r.err != nil || r.append.BaseOffset != 2 || p.log.EndOffset() != 7 {
+			t.Fatalf("the retry: base offset %d, log end %d, err %v; want the original offset 2 and no append (end 7)",
+				r.append.BaseOffset, p.log.EndOffset(), r.err)
 		}
 	}
 }
