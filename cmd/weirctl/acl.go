@@ -2,13 +2,15 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
 )
 
 // weirctl acl: the parent of the access-control commands: the ACLs
 // themselves (create, list, delete; acl_create.go, acl_list.go,
 // acl_delete.go) and `acl user` (SASL/SCRAM credentials, acl_user.go).
 
-func newACLCommand(g *globalOptions) *cobra.Command {
+func newACLCommand(g *cli.Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "acl",
 		Short: "Manage ACLs and SASL/SCRAM users",

@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
 )
 
 // What `acl create`, `acl list` and `acl delete` share: the command that
@@ -38,7 +40,7 @@ type aclFlags struct {
 // create`, `acl list` and `acl delete`: no arguments, the shared flags
 // (filtering: those of list and delete), and a run that checks the flags,
 // builds the request with build and sends it with send.
-func newACLBindingsCommand(g *globalOptions, cmd *cobra.Command, filtering bool,
+func newACLBindingsCommand(g *cli.Options, cmd *cobra.Command, filtering bool,
 	build func(parsedACLFlags) (*kadm.ACLBuilder, error),
 	send func(ctx context.Context, cmd *cobra.Command, adm *kadm.Client, b *kadm.ACLBuilder) error,
 ) *cobra.Command {
@@ -54,7 +56,7 @@ func newACLBindingsCommand(g *globalOptions, cmd *cobra.Command, filtering bool,
 		if err != nil {
 			return err
 		}
-		return g.withAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
+		return g.WithAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
 			return send(ctx, cmd, adm, b)
 		})
 	}
@@ -347,14 +349,14 @@ func printACLRows(w io.Writer, format string, rows []aclRow, withStatus bool) er
 	if rows == nil {
 		rows = []aclRow{}
 	}
-	if format != formatTable {
-		return writeDocument(w, format, rows)
+	if format != cli.FormatTable {
+		return cli.WriteDocument(w, format, rows)
 	}
 	headers := []string{"PRINCIPAL", "HOST", "RESOURCE-TYPE", "RESOURCE-NAME", "PATTERN", "OPERATION", "PERMISSION"}
 	if withStatus {
 		headers = append(headers, "STATUS")
 	}
-	t := newTable(headers...)
+	t := cli.NewTable(headers...)
 	for _, r := range rows {
 		cells := []any{r.Principal, r.Host, r.ResourceType, r.ResourceName, r.PatternType, r.Operation, r.Permission}
 		if withStatus {
@@ -364,9 +366,9 @@ func printACLRows(w io.Writer, format string, rows []aclRow, withStatus bool) er
 			}
 			cells = append(cells, status)
 		}
-		t.row(cells...)
+		t.Row(cells...)
 	}
-	return t.write(w)
+	return t.Write(w)
 }
 
 // refusedFilter says that the broker refused a filter of `acl list` or
@@ -381,5 +383,5 @@ func refusedFilter(verb string, rt kmsg.ACLResourceType, name *string, pattern k
 		return *s
 	}
 	return fmt.Sprintf("%s %s %s %s, principal %s, host %s, operation %s, permission %s: %s",
-		verb, pattern, rt, orAny(name), orAny(principal), orAny(host), op, perm, statusCell(err, message))
+		verb, pattern, rt, orAny(name), orAny(principal), orAny(host), op, perm, cli.StatusCell(err, message))
 }

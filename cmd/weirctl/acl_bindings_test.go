@@ -10,6 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli/clitest"
 )
 
 func TestParseACLOperations(t *testing.T) {
@@ -95,7 +98,7 @@ func TestACLFlagValidation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := run(t, "", append(offline, tc.args...)...)
-			wantErrContains(t, err, tc.want)
+			clitest.WantErrContains(t, err, tc.want)
 			if strings.Contains(err.Error(), "127.0.0.1:1") {
 				t.Fatalf("the check reached the network: %v", err)
 			}
@@ -141,7 +144,7 @@ func TestPrintACLRows(t *testing.T) {
 		t.Fatalf("sorted and deduplicated: %+v", rows)
 	}
 	var buf bytes.Buffer
-	if err := printACLRows(&buf, formatTable, rows, false); err != nil {
+	if err := printACLRows(&buf, cli.FormatTable, rows, false); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
@@ -149,11 +152,11 @@ func TestPrintACLRows(t *testing.T) {
 		t.Fatalf("table:\n%s", buf.String())
 	}
 	buf.Reset()
-	if err := printACLRows(&buf, formatJSON, nil, false); err != nil || strings.TrimSpace(buf.String()) != "[]" {
+	if err := printACLRows(&buf, cli.FormatJSON, nil, false); err != nil || strings.TrimSpace(buf.String()) != "[]" {
 		t.Fatalf("empty JSON: %q %v", buf.String(), err)
 	}
 	buf.Reset()
-	if err := printACLRows(&buf, formatJSON, rows, false); err != nil {
+	if err := printACLRows(&buf, cli.FormatJSON, rows, false); err != nil {
 		t.Fatal(err)
 	}
 	var decoded []map[string]string
@@ -164,15 +167,15 @@ func TestPrintACLRows(t *testing.T) {
 }
 
 func TestCreatedAndDeletedOutcomes(t *testing.T) {
-	cmd := newACLCreateCommand(&globalOptions{})
+	cmd := newACLCreateCommand(&cli.Options{})
 	var out bytes.Buffer
 	cmd.SetOut(&out)
-	err := printCreatedACLs(cmd, formatTable, kadm.CreateACLsResults{
+	err := printCreatedACLs(cmd, cli.FormatTable, kadm.CreateACLsResults{
 		{Principal: "User:alice", Host: "*", Type: kmsg.ACLResourceTypeTopic, Name: "a", Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow},
 		{Principal: "User:alice", Host: "*", Type: kmsg.ACLResourceTypeCluster, Name: "x", Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationAlter, Permission: kmsg.ACLPermissionTypeAllow,
 			Err: kerr.InvalidRequest, ErrMessage: "the only valid name for the CLUSTER resource is kafka-cluster"},
 	})
-	wantErrContains(t, err, "INVALID_REQUEST: the only valid name for the CLUSTER resource")
+	clitest.WantErrContains(t, err, "INVALID_REQUEST: the only valid name for the CLUSTER resource")
 	if !strings.Contains(out.String(), "OK") || !strings.Contains(out.String(), "INVALID_REQUEST") {
 		t.Fatalf("create table:\n%s", out.String())
 	}

@@ -6,12 +6,14 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
 )
 
 // weirctl acl create: CreateAcls for every principal × host × resource ×
 // operation the flags name.
 
-func newACLCreateCommand(g *globalOptions) *cobra.Command {
+func newACLCreateCommand(g *cli.Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create",
 		Short: "Create ACLs",
@@ -27,9 +29,9 @@ func newACLCreateCommand(g *globalOptions) *cobra.Command {
 		func(ctx context.Context, cmd *cobra.Command, adm *kadm.Client, b *kadm.ACLBuilder) error {
 			results, err := adm.CreateACLs(ctx, b)
 			if err != nil {
-				return g.describeCallErr("create ACLs", err)
+				return g.DescribeCallErr("create ACLs", err)
 			}
-			return printCreatedACLs(cmd, g.format, results)
+			return printCreatedACLs(cmd, g.Format, results)
 		})
 }
 
@@ -41,7 +43,7 @@ func printCreatedACLs(cmd *cobra.Command, format string, results kadm.CreateACLs
 	for _, r := range results {
 		row := newACLRow(r.Principal, r.Host, r.Type, r.Name, r.Pattern, r.Operation, r.Permission)
 		if r.Err != nil {
-			row.Error, row.ErrorMessage = kafkaErrName(r.Err), kafkaErrDetail(r.Err, r.ErrMessage)
+			row.Error, row.ErrorMessage = cli.KafkaErrName(r.Err), cli.KafkaErrDetail(r.Err, r.ErrMessage)
 			failures = append(failures, fmt.Sprintf("%s %s %s to %s on %s %s: %s", row.Permission, row.Operation, row.PatternType,
 				row.Principal, row.ResourceType, row.ResourceName, joinErr(row.Error, row.ErrorMessage)))
 		}

@@ -7,12 +7,14 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
 )
 
 // weirctl acl delete: DeleteAcls with the filters the flags make, printing
 // what was deleted.
 
-func newACLDeleteCommand(g *globalOptions) *cobra.Command {
+func newACLDeleteCommand(g *cli.Options) *cobra.Command {
 	var dryRun bool
 	cmd := &cobra.Command{
 		Use:     "delete",
@@ -33,10 +35,10 @@ func newACLDeleteCommand(g *globalOptions) *cobra.Command {
 			}
 			results, err := adm.DeleteACLs(ctx, b)
 			if err != nil {
-				return g.describeCallErr("delete ACLs", err)
+				return g.DescribeCallErr("delete ACLs", err)
 			}
 			rows, problems := deletedACLRows(results)
-			return printACLResult(cmd.OutOrStdout(), g.format, rows, false, problems)
+			return printACLResult(cmd.OutOrStdout(), g.Format, rows, false, problems)
 		})
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be deleted, delete nothing")
 	return cmd
@@ -62,7 +64,7 @@ func deletedACLRows(results kadm.DeleteACLsResults) (rows []aclRow, problems []s
 			row := newACLRow(d.Principal, d.Host, d.Type, d.Name, d.Pattern, d.Operation, d.Permission)
 			if d.Err != nil {
 				problems = append(problems, fmt.Sprintf("delete %s %s %s of %s on %s %s: %s", row.Permission, row.Operation,
-					row.PatternType, row.Principal, row.ResourceType, row.ResourceName, statusCell(d.Err, d.ErrMessage)))
+					row.PatternType, row.Principal, row.ResourceType, row.ResourceName, cli.StatusCell(d.Err, d.ErrMessage)))
 				continue
 			}
 			rows = append(rows, row)

@@ -5,11 +5,13 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
 )
 
 // weirctl acl list: DescribeAcls with the filters the flags make.
 
-func newACLListCommand(g *globalOptions) *cobra.Command {
+func newACLListCommand(g *cli.Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls", "describe"},
@@ -31,13 +33,13 @@ func newACLListCommand(g *globalOptions) *cobra.Command {
 
 // listACLs prints the ACLs b's filters match: `acl list`, and `acl
 // delete --dry-run`.
-func listACLs(ctx context.Context, g *globalOptions, cmd *cobra.Command, adm *kadm.Client, b *kadm.ACLBuilder) error {
+func listACLs(ctx context.Context, g *cli.Options, cmd *cobra.Command, adm *kadm.Client, b *kadm.ACLBuilder) error {
 	results, err := adm.DescribeACLs(ctx, b)
 	if err != nil {
-		return g.describeCallErr("list ACLs", err)
+		return g.DescribeCallErr("list ACLs", err)
 	}
 	rows, problems := describedACLRows(results)
-	return printACLResult(cmd.OutOrStdout(), g.format, rows, false, problems)
+	return printACLResult(cmd.OutOrStdout(), g.Format, rows, false, problems)
 }
 
 // describedACLRows merges the filters' answers, and lists the filters the

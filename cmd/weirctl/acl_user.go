@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
 )
 
 // weirctl acl user create|delete|list: SASL/SCRAM credentials through
@@ -75,7 +77,7 @@ func registerMechanismCompletion(cmd *cobra.Command) {
 	_ = cmd.RegisterFlagCompletionFunc("mechanism", cobra.FixedCompletions(scramMechanismNames(), cobra.ShellCompDirectiveNoFileComp))
 }
 
-func newACLUserCommand(g *globalOptions) *cobra.Command {
+func newACLUserCommand(g *cli.Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "user",
 		Aliases: []string{"users"},
@@ -106,7 +108,7 @@ type userCreateOptions struct {
 	iterations   int32
 }
 
-func newACLUserCreateCommand(g *globalOptions) *cobra.Command {
+func newACLUserCreateCommand(g *cli.Options) *cobra.Command {
 	o := &userCreateOptions{}
 	cmd := &cobra.Command{
 		Use:   "create USER (--password P | --password-file F)",
@@ -127,14 +129,14 @@ func newACLUserCreateCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.withAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
+			return g.WithAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
 				resps, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{up})
 				if err != nil {
-					return g.describeCallErr("create user "+up.User, err)
+					return g.DescribeCallErr("create user "+up.User, err)
 				}
 				res := userResult{User: up.User, Mechanism: mechanismName(up.Mechanism), Iterations: up.Iterations}
 				res.Error, res.ErrorMessage = alterOutcome(up.User, resps)
-				return printUserResults(cmd.OutOrStdout(), g.format, "create", []userResult{res})
+				return printUserResults(cmd.OutOrStdout(), g.Format, "create", []userResult{res})
 			})
 		},
 	}
@@ -221,7 +223,7 @@ func alterOutcome(user string, resps kadm.AlteredUserSCRAMs) (name, detail strin
 	case !ok:
 		return "MISSING_RESPONSE", "broker did not answer for this user"
 	case r.Err != nil:
-		return kafkaErrName(r.Err), kafkaErrDetail(r.Err, r.ErrMessage)
+		return cli.KafkaErrName(r.Err), cli.KafkaErrDetail(r.Err, r.ErrMessage)
 	}
 	return "", ""
 }
@@ -230,27 +232,27 @@ func alterOutcome(user string, resps kadm.AlteredUserSCRAMs) (name, detail strin
 // credential failed, saying so in words on stderr as well.
 func printUserResults(w io.Writer, format, verb string, results []userResult) error {
 	var err error
-	if format != formatTable {
-		err = writeDocument(w, format, results)
+	if format != cli.FormatTable {
+		err = cli.WriteDocument(w, format, results)
 	} else {
 		creating := verb == "create"
 		headers := []string{"USER", "MECHANISM", "STATUS"}
 		if creating {
 			headers = []string{"USER", "MECHANISM", "ITERATIONS", "STATUS"}
 		}
-		t := newTable(headers...)
+		t := cli.NewTable(headers...)
 		for _, r := range results {
 			status := "OK"
 			if r.Error != "" {
 				status = joinErr(r.Error, r.ErrorMessage)
 			}
 			if creating {
-				t.row(r.User, r.Mechanism, r.Iterations, status)
+				t.Row(r.User, r.Mechanism, r.Iterations, status)
 			} else {
-				t.row(r.User, r.Mechanism, status)
+				t.Row(r.User, r.Mechanism, status)
 			}
 		}
-		err = t.write(w)
+		err = t.Write(w)
 	}
 	if err != nil {
 		return err
@@ -274,7 +276,7 @@ func userFailure(verb string, r userResult) string {
 	return fmt.Sprintf("%s %s credential of user %s: %s", verb, r.Mechanism, r.User, joinErr(r.Error, r.ErrorMessage))
 }
 
-func newACLUserDeleteCommand(g *globalOptions) *cobra.Command {
+func newACLUserDeleteCommand(g *cli.Options) *cobra.Command {
 	var mechanism string
 	cmd := &cobra.Command{
 		Use:     "delete USER",
@@ -298,11 +300,11 @@ func newACLUserDeleteCommand(g *globalOptions) *cobra.Command {
 				}
 				mechs = append(mechs, m)
 			}
-			return g.withAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
+			return g.WithAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
 				if len(mechs) == 0 {
 					described, err := adm.DescribeUserSCRAMs(ctx, user)
 					if err != nil {
-						return g.describeCallErr("describe user "+user, err)
+						return g.DescribeCallErr("describe user "+user, err)
 					}
 					if mechs, err = userMechanisms(user, described); err != nil {
 						return err
@@ -314,7 +316,7 @@ func newACLUserDeleteCommand(g *globalOptions) *cobra.Command {
 				}
 				resps, err := adm.AlterUserSCRAMs(ctx, dels, nil)
 				if err != nil {
-					return g.describeCallErr("delete user "+user, err)
+					return g.DescribeCallErr("delete user "+user, err)
 				}
 				// The broker answers once per user: every mechanism
 				// shares that outcome (a user's deletions apply or fail
@@ -324,7 +326,7 @@ func newACLUserDeleteCommand(g *globalOptions) *cobra.Command {
 				for _, m := range mechs {
 					results = append(results, userResult{User: user, Mechanism: mechanismName(m), Error: name, ErrorMessage: detail})
 				}
-				return printUserResults(cmd.OutOrStdout(), g.format, "delete", results)
+				return printUserResults(cmd.OutOrStdout(), g.Format, "delete", results)
 			})
 		},
 	}
@@ -343,7 +345,7 @@ func userMechanisms(user string, described kadm.DescribedUserSCRAMs) ([]kadm.Scr
 	case errors.Is(d.Err, kerr.ResourceNotFound):
 		return nil, fmt.Errorf("user %s has no SCRAM credentials to delete (%s)", user, kerr.ResourceNotFound.Message)
 	case d.Err != nil:
-		return nil, fmt.Errorf("describe user %s: %s", user, statusCell(d.Err, d.ErrMessage))
+		return nil, fmt.Errorf("describe user %s: %s", user, cli.StatusCell(d.Err, d.ErrMessage))
 	}
 	var mechs []kadm.ScramMechanism
 	var unknown []string
@@ -373,7 +375,7 @@ type userCredential struct {
 	Iterations int32  `json:"iterations"`
 }
 
-func newACLUserListCommand(g *globalOptions) *cobra.Command {
+func newACLUserListCommand(g *cli.Options) *cobra.Command {
 	return &cobra.Command{
 		Use:     "list [USER...]",
 		Aliases: []string{"ls"},
@@ -389,12 +391,12 @@ func newACLUserListCommand(g *globalOptions) *cobra.Command {
 					return err
 				}
 			}
-			return g.withAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
+			return g.WithAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
 				described, err := adm.DescribeUserSCRAMs(ctx, names...)
 				if err != nil {
-					return g.describeCallErr("list users", err)
+					return g.DescribeCallErr("list users", err)
 				}
-				return printUserList(cmd.OutOrStdout(), g.format, names, described)
+				return printUserList(cmd.OutOrStdout(), g.Format, names, described)
 			})
 		},
 	}
@@ -439,14 +441,14 @@ func printUserList(w io.Writer, format string, names []string, described kadm.De
 	}
 
 	var err error
-	if format != formatTable {
-		err = writeDocument(w, format, creds)
+	if format != cli.FormatTable {
+		err = cli.WriteDocument(w, format, creds)
 	} else {
-		t := newTable("USER", "MECHANISM", "ITERATIONS")
+		t := cli.NewTable("USER", "MECHANISM", "ITERATIONS")
 		for _, c := range creds {
-			t.row(c.User, c.Mechanism, c.Iterations)
+			t.Row(c.User, c.Mechanism, c.Iterations)
 		}
-		err = t.write(w)
+		err = t.Write(w)
 	}
 	if err != nil {
 		return err
@@ -461,5 +463,5 @@ func userListProblem(d kadm.DescribedUserSCRAM) string {
 	if errors.Is(d.Err, kerr.ResourceNotFound) {
 		return fmt.Sprintf("user %s has no SCRAM credentials (%s)", d.User, kerr.ResourceNotFound.Message)
 	}
-	return fmt.Sprintf("user %s: %s", d.User, statusCell(d.Err, d.ErrMessage))
+	return fmt.Sprintf("user %s: %s", d.User, cli.StatusCell(d.Err, d.ErrMessage))
 }

@@ -12,6 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli/clitest"
 )
 
 // TestACLUserFlagValidation: every local mistake is refused with a clear
@@ -46,7 +49,7 @@ func TestACLUserFlagValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
 			_, _, err := run(t, tc.stdin, append(offline, tc.args...)...)
-			wantErrContains(t, err, tc.want)
+			clitest.WantErrContains(t, err, tc.want)
 			if strings.Contains(err.Error(), "127.0.0.1:1") {
 				t.Fatalf("the check reached the network: %v", err)
 			}
@@ -128,7 +131,7 @@ func TestPrintUserList(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	if err := printUserList(&out, formatTable, nil, described); err != nil {
+	if err := printUserList(&out, cli.FormatTable, nil, described); err != nil {
 		t.Fatal(err)
 	}
 	want := "USER   MECHANISM      ITERATIONS\n" +
@@ -145,7 +148,7 @@ func TestPrintUserList(t *testing.T) {
 		{"bob", "SCRAM-SHA-512", 4096},
 	}
 	out.Reset()
-	if err := printUserList(&out, formatJSON, nil, described); err != nil {
+	if err := printUserList(&out, cli.FormatJSON, nil, described); err != nil {
 		t.Fatal(err)
 	}
 	var gotJSON []userCredential
@@ -156,7 +159,7 @@ func TestPrintUserList(t *testing.T) {
 		t.Errorf("json keys:\n%s", out.String())
 	}
 	out.Reset()
-	if err := printUserList(&out, formatYAML, nil, described); err != nil {
+	if err := printUserList(&out, cli.FormatYAML, nil, described); err != nil {
 		t.Fatal(err)
 	}
 	var gotYAML []userCredential
@@ -173,7 +176,7 @@ func TestPrintUserList(t *testing.T) {
 
 	// Nobody at all: an empty list, not null.
 	out.Reset()
-	if err := printUserList(&out, formatJSON, nil, kadm.DescribedUserSCRAMs{}); err != nil || strings.TrimSpace(out.String()) != "[]" {
+	if err := printUserList(&out, cli.FormatJSON, nil, kadm.DescribedUserSCRAMs{}); err != nil || strings.TrimSpace(out.String()) != "[]" {
 		t.Errorf("empty: %v %q", err, out.String())
 	}
 
@@ -182,15 +185,15 @@ func TestPrintUserList(t *testing.T) {
 	// broker skipped is reported too.
 	described["carol"] = notFound
 	out.Reset()
-	err := printUserList(&out, formatTable, []string{"bob", "carol", "dave"}, described)
-	wantErrContains(t, err, "user carol has no SCRAM credentials (RESOURCE_NOT_FOUND)")
-	wantErrContains(t, err, "user dave: broker did not answer")
+	err := printUserList(&out, cli.FormatTable, []string{"bob", "carol", "dave"}, described)
+	clitest.WantErrContains(t, err, "user carol has no SCRAM credentials (RESOURCE_NOT_FOUND)")
+	clitest.WantErrContains(t, err, "user dave: broker did not answer")
 	if !strings.Contains(out.String(), "bob") || strings.Contains(out.String(), "carol") {
 		t.Errorf("table with a missing user:\n%s", out.String())
 	}
 	// Any other per-user error keeps its code and the broker's message.
 	other := kadm.DescribedUserSCRAMs{"eve": {User: "eve", Err: kerr.ClusterAuthorizationFailed, ErrMessage: "not allowed"}}
-	wantErrContains(t, printUserList(&out, formatJSON, []string{"eve"}, other), "user eve: CLUSTER_AUTHORIZATION_FAILED: not allowed")
+	clitest.WantErrContains(t, printUserList(&out, cli.FormatJSON, []string{"eve"}, other), "user eve: CLUSTER_AUTHORIZATION_FAILED: not allowed")
 }
 
 func equalCreds(a, b []userCredential) bool {
@@ -208,7 +211,7 @@ func equalCreds(a, b []userCredential) bool {
 func TestPrintUserResults(t *testing.T) {
 	var out bytes.Buffer
 	ok := []userResult{{User: "alice", Mechanism: "SCRAM-SHA-256", Iterations: 8192}}
-	if err := printUserResults(&out, formatTable, "create", ok); err != nil {
+	if err := printUserResults(&out, cli.FormatTable, "create", ok); err != nil {
 		t.Fatal(err)
 	}
 	want := "USER   MECHANISM      ITERATIONS  STATUS\n" +
@@ -217,7 +220,7 @@ func TestPrintUserResults(t *testing.T) {
 		t.Errorf("create table:\n%s\nwant:\n%s", out.String(), want)
 	}
 	out.Reset()
-	if err := printUserResults(&out, formatJSON, "create", ok); err != nil {
+	if err := printUserResults(&out, cli.FormatJSON, "create", ok); err != nil {
 		t.Fatal(err)
 	}
 	var got []map[string]any
@@ -232,8 +235,8 @@ func TestPrintUserResults(t *testing.T) {
 		{User: "bob", Mechanism: "SCRAM-SHA-512", Error: "RESOURCE_NOT_FOUND", ErrorMessage: "attempt to delete a user credential that does not exist"},
 	}
 	out.Reset()
-	err := printUserResults(&out, formatTable, "delete", gone)
-	wantErrContains(t, err, "user bob has no SCRAM-SHA-512 credential to delete (RESOURCE_NOT_FOUND)")
+	err := printUserResults(&out, cli.FormatTable, "delete", gone)
+	clitest.WantErrContains(t, err, "user bob has no SCRAM-SHA-512 credential to delete (RESOURCE_NOT_FOUND)")
 	want = "USER  MECHANISM      STATUS\n" +
 		"bob   SCRAM-SHA-512  RESOURCE_NOT_FOUND: attempt to delete a user credential that does not exist\n"
 	if out.String() != want {
@@ -241,8 +244,8 @@ func TestPrintUserResults(t *testing.T) {
 	}
 	out.Reset()
 	refused := []userResult{{User: "alice", Mechanism: "SCRAM-SHA-256", Iterations: 4096, Error: "UNACCEPTABLE_CREDENTIAL", ErrorMessage: "salt must not be empty"}}
-	err = printUserResults(&out, formatYAML, "create", refused)
-	wantErrContains(t, err, "create SCRAM-SHA-256 credential of user alice: UNACCEPTABLE_CREDENTIAL: salt must not be empty")
+	err = printUserResults(&out, cli.FormatYAML, "create", refused)
+	clitest.WantErrContains(t, err, "create SCRAM-SHA-256 credential of user alice: UNACCEPTABLE_CREDENTIAL: salt must not be empty")
 	var doc []map[string]any
 	if yerr := yaml.Unmarshal(out.Bytes(), &doc); yerr != nil || len(doc) != 1 || doc[0]["error"] != "UNACCEPTABLE_CREDENTIAL" {
 		t.Errorf("create yaml: %v\n%s", yerr, out.String())
@@ -277,17 +280,17 @@ func TestUserMechanisms(t *testing.T) {
 		t.Errorf("alice: %v %v", got, err)
 	}
 	_, err = userMechanisms("bob", described)
-	wantErrContains(t, err, "user bob has no SCRAM credentials to delete (RESOURCE_NOT_FOUND)")
+	clitest.WantErrContains(t, err, "user bob has no SCRAM credentials to delete (RESOURCE_NOT_FOUND)")
 	_, err = userMechanisms("none", described)
-	wantErrContains(t, err, "RESOURCE_NOT_FOUND")
+	clitest.WantErrContains(t, err, "RESOURCE_NOT_FOUND")
 	_, err = userMechanisms("odd", described)
-	wantErrContains(t, err, "UNKNOWN(7)")
+	clitest.WantErrContains(t, err, "UNKNOWN(7)")
 	_, err = userMechanisms("ghost", described)
-	wantErrContains(t, err, "did not answer")
+	clitest.WantErrContains(t, err, "did not answer")
 }
 
 func TestMechanismFlagCompletion(t *testing.T) {
-	t.Setenv(brokersEnv, "no-port")
+	t.Setenv(cli.BrokersEnv, "no-port")
 	for _, args := range [][]string{
 		{"__complete", "acl", "user", "create", "alice", "--mechanism", ""},
 		{"__complete", "acl", "user", "delete", "alice", "--mechanism", ""},

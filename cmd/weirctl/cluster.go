@@ -11,9 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/admin"
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
 )
 
-func newClusterCommand(g *globalOptions) *cobra.Command {
+func newClusterCommand(g *cli.Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cluster",
 		Short: "Inspect the cluster: brokers, controller, partition health",
@@ -68,7 +71,7 @@ func summarizeCluster(m kadm.Metadata) clusterSummary {
 	down := map[int32]bool{}
 	for _, t := range m.Topics.Sorted() {
 		if t.Err != nil {
-			s.Problems = append(s.Problems, fmt.Sprintf("topic %s: %s", t.Topic, kafkaErrName(t.Err)))
+			s.Problems = append(s.Problems, fmt.Sprintf("topic %s: %s", t.Topic, cli.KafkaErrName(t.Err)))
 			continue
 		}
 		s.Topics++
@@ -112,12 +115,12 @@ func summarizeCluster(m kadm.Metadata) clusterSummary {
 	return s
 }
 
-func (g *globalOptions) clusterSummary(cmd *cobra.Command) (clusterSummary, error) {
+func loadClusterSummary(cmd *cobra.Command, g *cli.Options) (clusterSummary, error) {
 	var s clusterSummary
-	err := g.withAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
+	err := g.WithAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
 		m, err := adm.Metadata(ctx)
 		if err != nil {
-			return g.describeCallErr("metadata", err)
+			return g.DescribeCallErr("metadata", err)
 		}
 		s = summarizeCluster(m)
 		return nil
@@ -125,35 +128,35 @@ func (g *globalOptions) clusterSummary(cmd *cobra.Command) (clusterSummary, erro
 	return s, err
 }
 
-func newClusterInfoCommand(g *globalOptions) *cobra.Command {
+func newClusterInfoCommand(g *cli.Options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "info",
 		Short: "Show the cluster id, controller, brokers (with racks) and partition counts",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := g.clusterSummary(cmd)
+			s, err := loadClusterSummary(cmd, g)
 			if err != nil {
 				return err
 			}
-			return printClusterInfo(cmd.OutOrStdout(), g.format, s)
+			return printClusterInfo(cmd.OutOrStdout(), g.Format, s)
 		},
 	}
 }
 
 func printClusterInfo(w io.Writer, format string, s clusterSummary) error {
-	if format != formatTable {
-		return writeDocument(w, format, s)
+	if format != cli.FormatTable {
+		return cli.WriteDocument(w, format, s)
 	}
 	fmt.Fprintf(w, "CLUSTER     %s\nCONTROLLER  %d\nTOPICS      %d\nPARTITIONS  %d\n\n", s.ClusterID, s.Controller, s.Topics, s.Partitions)
-	t := newTable("ID", "HOST", "PORT", "RACK", "LEADERS", "REPLICAS")
+	t := cli.NewTable("ID", "HOST", "PORT", "RACK", "LEADERS", "REPLICAS")
 	for _, b := range s.Brokers {
 		id := fmt.Sprint(b.ID)
 		if b.ID == s.Controller {
 			id += "*"
 		}
-		t.row(id, b.Host, b.Port, rackCell(b.Rack), b.Leaders, b.Replicas)
+		t.Row(id, b.Host, b.Port, rackCell(b.Rack), b.Leaders, b.Replicas)
 	}
-	return t.write(w)
+	return t.Write(w)
 }
 
 // rackCell is a broker's rack in a table: "-" for a broker without one, so
@@ -169,7 +172,7 @@ func rackCell(rack string) string {
 // on it.
 var errUnhealthy = errors.New("cluster is unhealthy")
 
-func newClusterHealthCommand(g *globalOptions) *cobra.Command {
+func newClusterHealthCommand(g *cli.Options) *cobra.Command {
 	var memorySample time.Duration
 	cmd := &cobra.Command{
 		Use:   "health",
@@ -182,18 +185,18 @@ func newClusterHealthCommand(g *globalOptions) *cobra.Command {
 			"(queued_max_request_bytes) or whose fetches waited for the fetch memory budget\n" +
 			"in between: the share of the sample spent waiting, summed over waiters (so it\n" +
 			"can pass 100%), and the pool's bytes in use of its size. Warnings, also about\n" +
-			"brokers that could not be read, leave the exit status alone.\n" + adminURLHelp,
+			"brokers that could not be read, leave the exit status alone.\n" + admin.URLHelp,
 		Example: "  weirctl cluster health\n" +
 			"  weirctl cluster health --admin-url 10.0.0.5:9644 --memory-sample 5s --format json",
 		Args: cobra.NoArgs,
 	}
-	client := addAdminURLFlag(cmd, g)
+	client := admin.AddURLFlag(cmd, g)
 	cmd.Flags().DurationVar(&memorySample, "memory-sample", time.Second, "time between the memory check's two reads of /metrics (0: no memory check)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if memorySample < 0 {
 			return fmt.Errorf("--memory-sample must be >= 0 (0 skips the memory check), got %s", memorySample)
 		}
-		s, err := g.clusterSummary(cmd)
+		s, err := loadClusterSummary(cmd, g)
 		if err != nil {
 			return err
 		}
@@ -203,7 +206,7 @@ func newClusterHealthCommand(g *globalOptions) *cobra.Command {
 				return err
 			}
 		}
-		if err := h.write(cmd.OutOrStdout(), g.format); err != nil {
+		if err := h.write(cmd.OutOrStdout(), g.Format); err != nil {
 			return err
 		}
 		// Memory warnings are advice: only the partitions and nodes
@@ -228,8 +231,8 @@ func printClusterHealth(w io.Writer, format string, s clusterSummary) error {
 }
 
 func (h clusterHealth) write(w io.Writer, format string) error {
-	if format != formatTable {
-		return writeDocument(w, format, h)
+	if format != cli.FormatTable {
+		return cli.WriteDocument(w, format, h)
 	}
 	s := h.clusterSummary
 	ids := make([]string, len(s.Brokers))

@@ -6,17 +6,20 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/admin"
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
 )
 
-func newClusterCoalescerCommand(g *globalOptions) *cobra.Command {
+func newClusterCoalescerCommand(g *cli.Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "coalescer",
 		Short: "Inspect the fetch read coalescer (kafka_fetch_read_coalescing_enabled) on every broker",
 		Long: "The coalescer commands ask one broker's admin API for the brokers of the\n" +
 			"cluster (GET /v1/brokers), then read each live broker's /metrics at its\n" +
-			"admin_addr. " + adminURLHelp,
+			"admin_addr. " + admin.URLHelp,
 	}
-	client := addAdminURLFlag(cmd, g)
+	client := admin.AddURLFlag(cmd, g)
 	cmd.AddCommand(newCoalescerStatsCommand(g, client))
 	return cmd
 }
@@ -25,7 +28,7 @@ func newClusterCoalescerCommand(g *globalOptions) *cobra.Command {
 // no broker's counters could be read; some failing is reported, not fatal.
 var errNoBrokerAnswered = errors.New("no broker reported coalescer counters")
 
-func newCoalescerStatsCommand(g *globalOptions, client func() *adminClient) *cobra.Command {
+func newCoalescerStatsCommand(g *cli.Options, client func() *admin.Client) *cobra.Command {
 	return &cobra.Command{
 		Use:   "stats",
 		Short: "Show each broker's coalescer counters per shard, with hit ratios",
@@ -45,12 +48,12 @@ func newCoalescerStatsCommand(g *globalOptions, client func() *adminClient) *cob
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c := client()
-			brokers, err := c.listBrokers(cmd.Context())
+			brokers, err := c.ListBrokers(cmd.Context())
 			if err != nil {
 				return err
 			}
-			stats := summarizeCoalescer(c.scrapeBrokers(cmd.Context(), brokers))
-			if err := stats.write(cmd.OutOrStdout(), g.format); err != nil {
+			stats := summarizeCoalescer(c.ScrapeBrokers(cmd.Context(), brokers))
+			if err := stats.write(cmd.OutOrStdout(), g.Format); err != nil {
 				return err
 			}
 			if stats.Answered == 0 {
@@ -66,29 +69,29 @@ func newCoalescerStatsCommand(g *globalOptions, client func() *adminClient) *cob
 type coalescerStats struct {
 	Brokers []coalescerBrokerStats `json:"brokers"`
 	// Answered counts brokers whose counters were read; Total sums them.
-	Answered int             `json:"answered"`
-	Total    coalescerCounts `json:"total"`
+	Answered int                   `json:"answered"`
+	Total    admin.CoalescerCounts `json:"total"`
 }
 
 type coalescerBrokerStats struct {
-	NodeID    int32                  `json:"node_id"`
-	AdminAddr string                 `json:"admin_addr"`
-	Shards    []shardCoalescerCounts `json:"shards"`
-	Total     *coalescerCounts       `json:"total,omitempty"`
-	Error     string                 `json:"error,omitempty"`
+	NodeID    int32                        `json:"node_id"`
+	AdminAddr string                       `json:"admin_addr"`
+	Shards    []admin.ShardCoalescerCounts `json:"shards"`
+	Total     *admin.CoalescerCounts       `json:"total,omitempty"`
+	Error     string                       `json:"error,omitempty"`
 }
 
-func summarizeCoalescer(scrapes []brokerScrape) coalescerStats {
+func summarizeCoalescer(scrapes []admin.BrokerScrape) coalescerStats {
 	s := coalescerStats{Brokers: []coalescerBrokerStats{}}
 	for _, sc := range scrapes {
-		b := coalescerBrokerStats{NodeID: sc.broker.NodeID, AdminAddr: sc.broker.AdminAddr, Shards: []shardCoalescerCounts{}}
-		err := sc.err
+		b := coalescerBrokerStats{NodeID: sc.Broker.NodeID, AdminAddr: sc.Broker.AdminAddr, Shards: []admin.ShardCoalescerCounts{}}
+		err := sc.Err
 		if err == nil {
-			var shards []shardCoalescerCounts
-			if shards, err = sc.metrics.coalescerShards(); err == nil {
-				total := sumShards(shards)
+			var shards []admin.ShardCoalescerCounts
+			if shards, err = sc.Metrics.CoalescerShards(); err == nil {
+				total := admin.SumShards(shards)
 				b.Shards, b.Total = shards, &total
-				s.Total = s.Total.plus(total)
+				s.Total = s.Total.Plus(total)
 				s.Answered++
 			}
 		}
@@ -101,13 +104,13 @@ func summarizeCoalescer(scrapes []brokerScrape) coalescerStats {
 }
 
 func (s coalescerStats) write(w io.Writer, format string) error {
-	if format != formatTable {
-		return writeDocument(w, format, s)
+	if format != cli.FormatTable {
+		return cli.WriteDocument(w, format, s)
 	}
-	t := newTable("BROKER", "SHARD", "INSERTIONS", "REINSERTIONS", "READY-HITS", "INFLIGHT-HITS", "HIT-RATIO",
+	t := cli.NewTable("BROKER", "SHARD", "INSERTIONS", "REINSERTIONS", "READY-HITS", "INFLIGHT-HITS", "HIT-RATIO",
 		"SHARED-BYTES", "US/READ", "SAVED-S")
-	countsRow := func(broker, shard string, c coalescerCounts) {
-		t.row(broker, shard, c.Insertions, c.Reinsertions, c.ReadyHits, c.InflightHits, fmt.Sprintf("%.3f", c.HitRatio),
+	countsRow := func(broker, shard string, c admin.CoalescerCounts) {
+		t.Row(broker, shard, c.Insertions, c.Reinsertions, c.ReadyHits, c.InflightHits, fmt.Sprintf("%.3f", c.HitRatio),
 			c.SharedBytes, fmt.Sprintf("%.1f", c.SecondsPerRead*1e6), fmt.Sprintf("%.3f", c.SavedSeconds))
 	}
 	var failed []coalescerBrokerStats
@@ -118,7 +121,7 @@ func (s coalescerStats) write(w io.Writer, format string) error {
 		}
 		id := fmt.Sprint(b.NodeID)
 		for _, sh := range b.Shards {
-			countsRow(id, sh.Shard, sh.coalescerCounts)
+			countsRow(id, sh.Shard, sh.CoalescerCounts)
 		}
 		countsRow(id, "total", *b.Total)
 	}
@@ -127,7 +130,7 @@ func (s coalescerStats) write(w io.Writer, format string) error {
 		countsRow("all", "total", s.Total)
 	}
 	if s.Answered > 0 {
-		if err := t.write(w); err != nil {
+		if err := t.Write(w); err != nil {
 			return err
 		}
 	}
@@ -137,9 +140,9 @@ func (s coalescerStats) write(w io.Writer, format string) error {
 	if s.Answered > 0 {
 		fmt.Fprintln(w)
 	}
-	ft := newTable("BROKER", "ADMIN-ADDR", "ERROR")
+	ft := cli.NewTable("BROKER", "ADMIN-ADDR", "ERROR")
 	for _, b := range failed {
-		ft.row(b.NodeID, b.AdminAddr, b.Error)
+		ft.Row(b.NodeID, b.AdminAddr, b.Error)
 	}
-	return ft.write(w)
+	return ft.Write(w)
 }

@@ -4,30 +4,34 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/admin"
+	"github.com/weir-broker/weir/cmd/weirctl/internal/admin/admintest"
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli/clitest"
 )
 
 // fakeCluster is three brokers: 0 and 1 answer (1 with more shards), 2
 // registered no admin_addr, and 3 is down. Broker 0's admin API is the
 // one weirctl is pointed at.
-func fakeCluster(t *testing.T) (seed, second *fakeBroker) {
-	page := testPage()
-	page.saved = [][3]float64{{40960, 10, 0.002}, {0, 0, 0}} // 200 µs a read
-	seed = newFakeBroker(t, page)
-	p := testPage()
-	p.shards = [][4]uint64{{1, 0, 1, 0}, {0, 0, 0, 0}, {2, 1, 4, 1}}
-	second = newFakeBroker(t, p)
-	seed.setBrokers(
-		adminBroker{NodeID: 1, KafkaAddr: "127.0.0.1:9093", AdminAddr: second.addr(), IsAlive: true},
-		adminBroker{NodeID: 0, KafkaAddr: "127.0.0.1:9092", AdminAddr: seed.addr(), IsAlive: true},
-		adminBroker{NodeID: 2, KafkaAddr: "127.0.0.1:9094", IsAlive: true},
-		adminBroker{NodeID: 3, KafkaAddr: "127.0.0.1:9095", AdminAddr: "127.0.0.1:1", IsAlive: false},
+func fakeCluster(t *testing.T) (seed, second *admintest.FakeBroker) {
+	page := admintest.SamplePage()
+	page.Saved = [][3]float64{{40960, 10, 0.002}, {0, 0, 0}} // 200 µs a read
+	seed = admintest.NewFakeBroker(t, page)
+	p := admintest.SamplePage()
+	p.Shards = [][4]uint64{{1, 0, 1, 0}, {0, 0, 0, 0}, {2, 1, 4, 1}}
+	second = admintest.NewFakeBroker(t, p)
+	seed.SetBrokers(
+		admin.Broker{NodeID: 1, KafkaAddr: "127.0.0.1:9093", AdminAddr: second.Addr(), IsAlive: true},
+		admin.Broker{NodeID: 0, KafkaAddr: "127.0.0.1:9092", AdminAddr: seed.Addr(), IsAlive: true},
+		admin.Broker{NodeID: 2, KafkaAddr: "127.0.0.1:9094", IsAlive: true},
+		admin.Broker{NodeID: 3, KafkaAddr: "127.0.0.1:9095", AdminAddr: "127.0.0.1:1", IsAlive: false},
 	)
 	return seed, second
 }
 
 func TestCoalescerStatsTable(t *testing.T) {
 	seed, _ := fakeCluster(t)
-	out, _, err := run(t, "", "cluster", "coalescer", "--admin-url", seed.srv.URL, "stats")
+	out, _, err := run(t, "", "cluster", "coalescer", "--admin-url", seed.Server.URL, "stats")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -60,7 +64,7 @@ func TestCoalescerStatsTable(t *testing.T) {
 
 func TestCoalescerStatsJSON(t *testing.T) {
 	seed, _ := fakeCluster(t)
-	out, _, err := run(t, "", "--format", "json", "cluster", "coalescer", "--admin-url", seed.srv.URL, "stats")
+	out, _, err := run(t, "", "--format", "json", "cluster", "coalescer", "--admin-url", seed.Server.URL, "stats")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +89,7 @@ func TestCoalescerStatsJSON(t *testing.T) {
 		}
 	}
 
-	out, _, err = run(t, "", "--format", "yaml", "cluster", "coalescer", "--admin-url", seed.srv.URL, "stats")
+	out, _, err = run(t, "", "--format", "yaml", "cluster", "coalescer", "--admin-url", seed.Server.URL, "stats")
 	if err != nil || !strings.Contains(out, "ready_hits: 30") {
 		t.Errorf("yaml: %v\n%s", err, out)
 	}
@@ -94,44 +98,20 @@ func TestCoalescerStatsJSON(t *testing.T) {
 func TestCoalescerStatsFailsOnlyWhenNoneAnswered(t *testing.T) {
 	seed, second := fakeCluster(t)
 	// One broker without coalescer metrics is reported, not fatal.
-	p := testPage()
-	p.shards = nil
-	second.setPage(p)
-	out, _, err := run(t, "", "cluster", "coalescer", "--admin-url", seed.srv.URL, "stats")
+	p := admintest.SamplePage()
+	p.Shards = nil
+	second.SetPage(p)
+	out, _, err := run(t, "", "cluster", "coalescer", "--admin-url", seed.Server.URL, "stats")
 	if err != nil || !strings.Contains(out, "no fetch read coalescer metrics") {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	seed.setPage(p)
-	out, _, err = run(t, "", "cluster", "coalescer", "--admin-url", seed.srv.URL, "stats")
-	wantErrContains(t, err, "no broker reported coalescer counters")
+	seed.SetPage(p)
+	out, _, err = run(t, "", "cluster", "coalescer", "--admin-url", seed.Server.URL, "stats")
+	clitest.WantErrContains(t, err, "no broker reported coalescer counters")
 	if strings.Contains(out, "INSERTIONS") || !strings.Contains(out, "ERROR") {
 		t.Errorf("only the error table is expected:\n%s", out)
 	}
 
 	_, _, err = run(t, "", "--timeout", "1s", "cluster", "coalescer", "--admin-url", "127.0.0.1:1", "stats")
-	wantErrContains(t, err, "listing brokers at http://127.0.0.1:1")
-}
-
-func TestForBroker(t *testing.T) {
-	c := &adminClient{base: "https://seed.example:9644"}
-	for _, tc := range []struct {
-		b    adminBroker
-		want string
-	}{
-		{adminBroker{AdminAddr: "10.0.0.2:9644", KafkaAddr: "10.0.0.2:9092"}, "https://10.0.0.2:9644"},
-		{adminBroker{AdminAddr: "0.0.0.0:9645", KafkaAddr: "b1.example:9092"}, "https://b1.example:9645"},
-		{adminBroker{AdminAddr: "[::]:9645", KafkaAddr: ":9092"}, "https://seed.example:9645"},
-		{adminBroker{AdminAddr: ":9646", KafkaAddr: "[fd00::1]:9092"}, "https://[fd00::1]:9646"},
-	} {
-		got, err := c.forBroker(tc.b)
-		if err != nil || got.base != tc.want {
-			t.Errorf("%+v: got %v, %v; want %s", tc.b, got, err, tc.want)
-		}
-	}
-	if _, err := c.forBroker(adminBroker{}); err != errNoAdminAddr {
-		t.Errorf("no admin_addr: %v", err)
-	}
-	if _, err := c.forBroker(adminBroker{AdminAddr: "no-port"}); err == nil {
-		t.Error("want an error for an admin_addr without a port")
-	}
+	clitest.WantErrContains(t, err, "listing brokers at http://127.0.0.1:1")
 }

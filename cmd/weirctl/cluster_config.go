@@ -12,17 +12,20 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/admin"
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
 )
 
-func newClusterConfigCommand(g *globalOptions) *cobra.Command {
+func newClusterConfigCommand(g *cli.Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Get, set, export and import cluster properties through a broker's admin API",
 		Long: "The cluster config commands use the admin HTTP API (admin_addr) of any\n" +
 			"broker; changes go through the controller and reach every broker.\n" +
-			adminURLHelp,
+			admin.URLHelp,
 	}
-	client := addAdminURLFlag(cmd, g)
+	client := admin.AddURLFlag(cmd, g)
 	cmd.AddCommand(
 		newConfigGetCommand(g, client),
 		newConfigSetCommand(g, client),
@@ -41,13 +44,13 @@ func formatValue(v any) string {
 	return fmt.Sprint(v)
 }
 
-func newConfigGetCommand(g *globalOptions, client func() *adminClient) *cobra.Command {
+func newConfigGetCommand(g *cli.Options, client func() *admin.Client) *cobra.Command {
 	return &cobra.Command{
 		Use:   "get [name...]",
 		Short: "Show cluster properties' effective values (all, or the named ones)",
 		RunE: func(cmd *cobra.Command, names []string) error {
 			var all map[string]any
-			if err := client().do(cmd.Context(), http.MethodGet, "/v1/cluster_config", nil, &all); err != nil {
+			if err := client().Do(cmd.Context(), http.MethodGet, "/v1/cluster_config", nil, &all); err != nil {
 				return err
 			}
 			out := all
@@ -61,14 +64,14 @@ func newConfigGetCommand(g *globalOptions, client func() *adminClient) *cobra.Co
 					out[n] = v
 				}
 			}
-			if g.format != formatTable {
-				return writeDocument(cmd.OutOrStdout(), g.format, out)
+			if g.Format != cli.FormatTable {
+				return cli.WriteDocument(cmd.OutOrStdout(), g.Format, out)
 			}
-			t := newTable("NAME", "VALUE")
+			t := cli.NewTable("NAME", "VALUE")
 			for _, n := range sortedNames(out) {
-				t.row(n, formatValue(out[n]))
+				t.Row(n, formatValue(out[n]))
 			}
-			return t.write(cmd.OutOrStdout())
+			return t.Write(cmd.OutOrStdout())
 		},
 	}
 }
@@ -84,30 +87,30 @@ func sortedNames[V any](m map[string]V) []string {
 
 // putConfig sends one PUT and prints the new config version; a refusal
 // prints every property's problem to stderr.
-func putConfig(cmd *cobra.Command, g *globalOptions, c *adminClient, upsert map[string]any, remove []string) error {
+func putConfig(cmd *cobra.Command, g *cli.Options, c *admin.Client, upsert map[string]any, remove []string) error {
 	body := map[string]any{"upsert": upsert, "remove": remove}
 	var res struct {
 		ConfigVersion int64 `json:"config_version"`
 	}
-	if err := c.do(cmd.Context(), http.MethodPut, "/v1/cluster_config", body, &res); err != nil {
-		var ae *adminError
-		if errors.As(err, &ae) && len(ae.problems) > 0 {
-			t := newTable("PROPERTY", "PROBLEM")
-			for _, n := range sortedNames(ae.problems) {
-				t.row(n, ae.problems[n])
+	if err := c.Do(cmd.Context(), http.MethodPut, "/v1/cluster_config", body, &res); err != nil {
+		var ae *admin.Error
+		if errors.As(err, &ae) && len(ae.Problems) > 0 {
+			t := cli.NewTable("PROPERTY", "PROBLEM")
+			for _, n := range sortedNames(ae.Problems) {
+				t.Row(n, ae.Problems[n])
 			}
-			t.write(cmd.ErrOrStderr())
+			t.Write(cmd.ErrOrStderr())
 		}
 		return err
 	}
-	if g.format != formatTable {
-		return writeDocument(cmd.OutOrStdout(), g.format, res)
+	if g.Format != cli.FormatTable {
+		return cli.WriteDocument(cmd.OutOrStdout(), g.Format, res)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "CONFIG-VERSION  %d\n", res.ConfigVersion)
 	return nil
 }
 
-func newConfigSetCommand(g *globalOptions, client func() *adminClient) *cobra.Command {
+func newConfigSetCommand(g *cli.Options, client func() *admin.Client) *cobra.Command {
 	return &cobra.Command{
 		Use:   "set name=value...",
 		Short: "Set cluster properties, all in one change (validated together; nothing changes on any error)",
@@ -129,38 +132,29 @@ func newConfigSetCommand(g *globalOptions, client func() *adminClient) *cobra.Co
 	}
 }
 
-type configStatus struct {
-	NodeID        int32    `json:"node_id"`
-	ConfigVersion int64    `json:"config_version"`
-	Restart       bool     `json:"restart"`
-	Invalid       []string `json:"invalid"`
-	Unknown       []string `json:"unknown"`
-	Error         string   `json:"error,omitempty"`
-}
-
-func newConfigStatusCommand(g *globalOptions, client func() *adminClient) *cobra.Command {
+func newConfigStatusCommand(g *cli.Options, client func() *admin.Client) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
 		Short: "Show each live broker's applied config version and whether it needs a restart",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var st []configStatus
-			if err := client().do(cmd.Context(), http.MethodGet, "/v1/cluster_config/status", nil, &st); err != nil {
+			var st []admin.ConfigStatus
+			if err := client().Do(cmd.Context(), http.MethodGet, "/v1/cluster_config/status", nil, &st); err != nil {
 				return err
 			}
-			if g.format != formatTable {
-				return writeDocument(cmd.OutOrStdout(), g.format, st)
+			if g.Format != cli.FormatTable {
+				return cli.WriteDocument(cmd.OutOrStdout(), g.Format, st)
 			}
-			t := newTable("NODE", "CONFIG-VERSION", "NEEDS-RESTART", "INVALID", "UNKNOWN", "ERROR")
+			t := cli.NewTable("NODE", "CONFIG-VERSION", "NEEDS-RESTART", "INVALID", "UNKNOWN", "ERROR")
 			for _, s := range st {
-				t.row(s.NodeID, s.ConfigVersion, s.Restart, strings.Join(s.Invalid, ","), strings.Join(s.Unknown, ","), s.Error)
+				t.Row(s.NodeID, s.ConfigVersion, s.Restart, strings.Join(s.Invalid, ","), strings.Join(s.Unknown, ","), s.Error)
 			}
-			return t.write(cmd.OutOrStdout())
+			return t.Write(cmd.OutOrStdout())
 		},
 	}
 }
 
-func newConfigExportCommand(client func() *adminClient) *cobra.Command {
+func newConfigExportCommand(client func() *admin.Client) *cobra.Command {
 	var file string
 	var all bool
 	cmd := &cobra.Command{
@@ -173,7 +167,7 @@ func newConfigExportCommand(client func() *adminClient) *cobra.Command {
 				path = "/v1/cluster_config"
 			}
 			var vals map[string]any
-			if err := client().do(cmd.Context(), http.MethodGet, path, nil, &vals); err != nil {
+			if err := client().Do(cmd.Context(), http.MethodGet, path, nil, &vals); err != nil {
 				return err
 			}
 			// json.Number would be written as a string; YAML wants ints.
@@ -203,7 +197,7 @@ func newConfigExportCommand(client func() *adminClient) *cobra.Command {
 	return cmd
 }
 
-func newConfigImportCommand(g *globalOptions, client func() *adminClient) *cobra.Command {
+func newConfigImportCommand(g *cli.Options, client func() *admin.Client) *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
 		Use:   "import -f file",
@@ -232,7 +226,7 @@ func newConfigImportCommand(g *globalOptions, client func() *adminClient) *cobra
 			}
 			c := client()
 			var set map[string]any
-			if err := c.do(cmd.Context(), http.MethodGet, "/v1/cluster_config?include_defaults=false", nil, &set); err != nil {
+			if err := c.Do(cmd.Context(), http.MethodGet, "/v1/cluster_config?include_defaults=false", nil, &set); err != nil {
 				return err
 			}
 			remove := []string{}

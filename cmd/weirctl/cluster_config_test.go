@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/admin"
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli/clitest"
 )
 
 // fakeAdmin answers GET /v1/cluster_config with set and records PUT
@@ -51,14 +54,14 @@ func TestClusterConfigSetAndErrors(t *testing.T) {
 		t.Fatalf("PUT body: %v", (*puts)[0])
 	}
 	_, stderr, err := run(t, "", "cluster", "config", "--admin-url", srv.URL, "set", "bad=1", "log_retention_ms=-5")
-	wantErrContains(t, err, "bad, log_retention_ms")
+	clitest.WantErrContains(t, err, "bad, log_retention_ms")
 	if !strings.Contains(stderr, "unknown property") || !strings.Contains(stderr, "out of range") {
 		t.Fatalf("problems not printed: %q", stderr)
 	}
 	_, _, err = run(t, "", "cluster", "config", "--admin-url", srv.URL, "set", "novalue")
-	wantErrContains(t, err, "want name=value")
+	clitest.WantErrContains(t, err, "want name=value")
 	_, _, err = run(t, "", "cluster", "config", "--admin-url", srv.URL, "get", "nope")
-	wantErrContains(t, err, "unknown cluster property")
+	clitest.WantErrContains(t, err, "unknown cluster property")
 	out, _, err = run(t, "", "--format", "yaml", "cluster", "config", "--admin-url", srv.URL, "get")
 	if err != nil || out != "log_retention_ms: 5\n" {
 		t.Fatalf("get as YAML: %q %v", out, err)
@@ -80,9 +83,9 @@ func TestClusterConfigImportRemovesAbsent(t *testing.T) {
 	if rm := body["remove"].([]any); len(rm) != 1 || rm[0] != "log_retention_ms" {
 		t.Fatalf("remove: %v", body)
 	}
-	t.Setenv(adminURLEnv, srv.URL)
+	t.Setenv(admin.URLEnv, srv.URL)
 	out, _, err := run(t, "", "cluster", "config", "export")
 	if err != nil || out != "log_retention_ms: 5\nretention_bytes: 9\n" {
-		t.Fatalf("export via %s: %q %v", adminURLEnv, out, err)
+		t.Fatalf("export via %s: %q %v", admin.URLEnv, out, err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/admin"
 )
 
 // Memory series a broker exports on its admin API's /metrics. Older
@@ -87,8 +89,8 @@ type healthMemoryWarning struct {
 // and judges the change. Only an interruption is an error: a cluster
 // whose admin API cannot be reached gets a warning saying so, since the
 // memory check must not fail a health check that passed.
-func checkBrokerMemory(ctx context.Context, c *adminClient, sample time.Duration) ([]healthMemoryWarning, error) {
-	brokers, err := c.listBrokers(ctx)
+func checkBrokerMemory(ctx context.Context, c *admin.Client, sample time.Duration) ([]healthMemoryWarning, error) {
+	brokers, err := c.ListBrokers(ctx)
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("memory check: %w", context.Cause(ctx))
 	}
@@ -114,9 +116,9 @@ func checkBrokerMemory(ctx context.Context, c *adminClient, sample time.Duration
 // scrapeBrokersTimed scrapes and returns the midpoint of the scrapes, the
 // best single time for counters read concurrently at slightly different
 // moments.
-func scrapeBrokersTimed(ctx context.Context, c *adminClient, brokers []adminBroker) ([]brokerScrape, time.Time) {
+func scrapeBrokersTimed(ctx context.Context, c *admin.Client, brokers []admin.Broker) ([]admin.BrokerScrape, time.Time) {
 	start := time.Now()
-	s := c.scrapeBrokers(ctx, brokers)
+	s := c.ScrapeBrokers(ctx, brokers)
 	return s, start.Add(time.Since(start) / 2)
 }
 
@@ -124,23 +126,23 @@ func scrapeBrokersTimed(ctx context.Context, c *adminClient, brokers []adminBrok
 // a pool whose wait-seconds counter grew gets a warning; so does a broker
 // that was not read both times, or whose counters went backwards (it
 // restarted). A pool that is not exported is not mentioned.
-func healthMemoryWarnings(first, second []brokerScrape, interval time.Duration) []healthMemoryWarning {
+func healthMemoryWarnings(first, second []admin.BrokerScrape, interval time.Duration) []healthMemoryWarning {
 	out := []healthMemoryWarning{}
-	earlier := map[int32]brokerScrape{}
+	earlier := map[int32]admin.BrokerScrape{}
 	for _, s := range first {
-		earlier[s.broker.NodeID] = s
+		earlier[s.Broker.NodeID] = s
 	}
 	for _, after := range second {
-		id := after.broker.NodeID
+		id := after.Broker.NodeID
 		before, ok := earlier[id]
 		var err error
 		switch {
 		case !ok:
 			err = fmt.Errorf("not in the first read")
-		case before.err != nil:
-			err = before.err
-		case after.err != nil:
-			err = after.err
+		case before.Err != nil:
+			err = before.Err
+		case after.Err != nil:
+			err = after.Err
 		}
 		if err != nil {
 			out = append(out, healthMemoryWarning{NodeID: id, Message: fmt.Sprintf("broker %d: memory not checked: %v", id, err)})
@@ -151,7 +153,7 @@ func healthMemoryWarnings(first, second []brokerScrape, interval time.Duration) 
 		var pools []healthMemoryWarning
 		reset := false
 		for _, p := range healthMemoryPools() {
-			w, grew, wentBack := healthPoolWarning(id, p, before.metrics, after.metrics, interval)
+			w, grew, wentBack := healthPoolWarning(id, p, before.Metrics, after.Metrics, interval)
 			reset = reset || wentBack
 			if grew {
 				pools = append(pools, w)
@@ -167,9 +169,9 @@ func healthMemoryWarnings(first, second []brokerScrape, interval time.Duration) 
 
 // healthPoolWarning judges one pool of one broker: grew when its waiters spent
 // time waiting in the interval, wentBack when its wait counter decreased.
-func healthPoolWarning(id int32, p healthMemoryPool, before, after metricFamilies, interval time.Duration) (w healthMemoryWarning, grew, wentBack bool) {
-	w0, ok0 := before.sum(p.waitSeconds, nil)
-	w1, ok1 := after.sum(p.waitSeconds, nil)
+func healthPoolWarning(id int32, p healthMemoryPool, before, after admin.MetricFamilies, interval time.Duration) (w healthMemoryWarning, grew, wentBack bool) {
+	w0, ok0 := before.Sum(p.waitSeconds, nil)
+	w1, ok1 := after.Sum(p.waitSeconds, nil)
 	if !ok0 || !ok1 {
 		return healthMemoryWarning{}, false, false
 	}
@@ -196,9 +198,9 @@ func healthPoolWarning(id int32, p healthMemoryPool, before, after metricFamilie
 
 // healthCounterGrowth is how much a counter grew, or nil when it is missing
 // from either read or went backwards.
-func healthCounterGrowth(before, after metricFamilies, name string) *uint64 {
-	v0, ok0 := before.sum(name, nil)
-	v1, ok1 := after.sum(name, nil)
+func healthCounterGrowth(before, after admin.MetricFamilies, name string) *uint64 {
+	v0, ok0 := before.Sum(name, nil)
+	v1, ok1 := after.Sum(name, nil)
 	if !ok0 || !ok1 || v1 < v0 {
 		return nil
 	}
@@ -208,8 +210,8 @@ func healthCounterGrowth(before, after metricFamilies, name string) *uint64 {
 
 // healthGaugeBytes reads a byte gauge, summed over its series (one per shard,
 // say), or nil when it is not exported.
-func healthGaugeBytes(f metricFamilies, name string) *int64 {
-	v, ok := f.sum(name, nil)
+func healthGaugeBytes(f admin.MetricFamilies, name string) *int64 {
+	v, ok := f.Sum(name, nil)
 	if !ok {
 		return nil
 	}

@@ -12,6 +12,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/admin"
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli/clitest"
 )
 
 // healthMemoryPage renders a broker's memory series in the Prometheus text
@@ -34,28 +38,29 @@ func healthMemoryPage(vals map[string][]float64) string {
 	return b.String()
 }
 
-func healthParsePage(t *testing.T, page string) metricFamilies {
+func healthParsePage(t *testing.T, page string) admin.MetricFamilies {
 	t.Helper()
-	f, err := parseMetrics("", []byte(page))
+	f, err := admin.ParseMetrics("", []byte(page))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, page)
 	}
 	return f
 }
 
-func healthScrape(t *testing.T, id int32, vals map[string][]float64) brokerScrape {
-	return brokerScrape{broker: adminBroker{NodeID: id, IsAlive: true}, metrics: healthParsePage(t, healthMemoryPage(vals))}
+func healthScrape(t *testing.T, id int32, vals map[string][]float64) admin.BrokerScrape {
+	return admin.BrokerScrape{Broker: admin.Broker{NodeID: id, IsAlive: true}, Metrics: healthParsePage(t, healthMemoryPage(vals))}
 }
 
-func healthFailedScrape(id int32, err error) brokerScrape {
-	return brokerScrape{broker: adminBroker{NodeID: id}, err: err}
+func healthFailedScrape(id int32, err error) admin.BrokerScrape {
+	return admin.BrokerScrape{Broker: admin.Broker{NodeID: id}, Err: err}
 }
 
 func healthU64(n uint64) *uint64 { return &n }
-func healthI64(n int64) *int64   { return &n }
+
+func healthI64(n int64) *int64 { return &n }
 
 func TestMemoryWarnings(t *testing.T) {
-	first := []brokerScrape{
+	first := []admin.BrokerScrape{
 		// 0: requests waited; the fetch pool is exported but idle.
 		healthScrape(t, 0, map[string][]float64{
 			healthMetricRequestMemoryWaitSeconds: {1, 2}, healthMetricRequestMemoryWaits: {10, 0},
@@ -77,11 +82,11 @@ func TestMemoryWarnings(t *testing.T) {
 		// 5: only the wait seconds, and an unbounded budget.
 		healthScrape(t, 5, map[string][]float64{healthMetricFetchMemoryWaitSeconds: {0}, healthMetricFetchMemoryBudget: {0}}),
 		// 6: down.
-		healthFailedScrape(6, errBrokerNotAlive),
+		healthFailedScrape(6, admin.ErrBrokerNotAlive),
 		// 7: exported wait seconds, nothing waited.
 		healthScrape(t, 7, map[string][]float64{healthMetricRequestMemoryWaitSeconds: {4}, healthMetricFetchMemoryWaitSeconds: {4}}),
 	}
-	second := []brokerScrape{
+	second := []admin.BrokerScrape{
 		healthScrape(t, 0, map[string][]float64{
 			healthMetricRequestMemoryWaitSeconds: {1.25, 2.25}, healthMetricRequestMemoryWaits: {15, 2},
 			healthMetricRequestMemoryPool: {50 << 20, 50 << 20}, healthMetricRequestMemoryInUse: {48 << 20, 49 << 20},
@@ -96,7 +101,7 @@ func TestMemoryWarnings(t *testing.T) {
 		healthFailedScrape(3, errors.New("scraping http://h3/metrics: timeout")),
 		healthScrape(t, 4, map[string][]float64{healthMetricRequestMemoryWaitSeconds: {2}, healthMetricFetchMemoryWaitSeconds: {5}}),
 		healthScrape(t, 5, map[string][]float64{healthMetricFetchMemoryWaitSeconds: {0.0001}, healthMetricFetchMemoryBudget: {0}}),
-		healthFailedScrape(6, errBrokerNotAlive),
+		healthFailedScrape(6, admin.ErrBrokerNotAlive),
 		healthScrape(t, 7, map[string][]float64{healthMetricRequestMemoryWaitSeconds: {4}, healthMetricFetchMemoryWaitSeconds: {4}}),
 		// 8: not in the first read.
 		healthScrape(t, 8, map[string][]float64{healthMetricFetchMemoryWaitSeconds: {1}}),
@@ -148,8 +153,8 @@ func healthWarningLines(ws []healthMemoryWarning) string {
 // pools never waited, give an empty list (not nil: JSON shows []).
 func TestMemoryWarningsNothingToSay(t *testing.T) {
 	quiet := map[string][]float64{healthMetricRequestMemoryWaitSeconds: {3}, healthMetricFetchMemoryWaitSeconds: {0}}
-	first := []brokerScrape{healthScrape(t, 0, nil), healthScrape(t, 1, quiet)}
-	second := []brokerScrape{healthScrape(t, 0, nil), healthScrape(t, 1, quiet)}
+	first := []admin.BrokerScrape{healthScrape(t, 0, nil), healthScrape(t, 1, quiet)}
+	second := []admin.BrokerScrape{healthScrape(t, 0, nil), healthScrape(t, 1, quiet)}
 	got := healthMemoryWarnings(first, second, time.Second)
 	if got == nil || len(got) != 0 {
 		t.Fatalf("got %#v, want an empty list", got)
@@ -157,7 +162,7 @@ func TestMemoryWarningsNothingToSay(t *testing.T) {
 	// A zero interval (a clock that did not move) must not put NaN or
 	// Inf in the document.
 	grew := map[string][]float64{healthMetricRequestMemoryWaitSeconds: {4}}
-	got = healthMemoryWarnings(first[1:], []brokerScrape{healthScrape(t, 1, grew)}, 0)
+	got = healthMemoryWarnings(first[1:], []admin.BrokerScrape{healthScrape(t, 1, grew)}, 0)
 	if len(got) != 1 || got[0].WaitFraction != 0 {
 		t.Fatalf("zero interval: %+v", got)
 	}
@@ -188,7 +193,7 @@ func testClusterHealth() clusterHealth {
 func TestPrintClusterHealthMemoryWarnings(t *testing.T) {
 	h := testClusterHealth()
 	var buf bytes.Buffer
-	if err := h.write(&buf, formatTable); err != nil {
+	if err := h.write(&buf, cli.FormatTable); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -210,7 +215,7 @@ func TestPrintClusterHealthMemoryWarnings(t *testing.T) {
 	}
 
 	buf.Reset()
-	if err := h.write(&buf, formatJSON); err != nil {
+	if err := h.write(&buf, cli.FormatJSON); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -237,7 +242,7 @@ func TestPrintClusterHealthMemoryWarnings(t *testing.T) {
 	}
 
 	buf.Reset()
-	if err := h.write(&buf, formatYAML); err != nil {
+	if err := h.write(&buf, cli.FormatYAML); err != nil {
 		t.Fatal(err)
 	}
 	if out := buf.String(); !strings.Contains(out, "memory_warnings:") || !strings.Contains(out, "wait_fraction: 1.5") || !strings.Contains(out, "healthy: false") {
@@ -246,7 +251,7 @@ func TestPrintClusterHealthMemoryWarnings(t *testing.T) {
 
 	// Without warnings the documents still carry the field, empty.
 	buf.Reset()
-	if err := printClusterHealth(&buf, formatJSON, h.clusterSummary); err != nil {
+	if err := printClusterHealth(&buf, cli.FormatJSON, h.clusterSummary); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(buf.String(), `"memory_warnings": []`) {
@@ -271,7 +276,7 @@ func newHealthMemoryAdmin(t *testing.T) *healthMemoryAdmin {
 		defer m.mu.Unlock()
 		switch r.URL.Path {
 		case "/v1/brokers":
-			json.NewEncoder(w).Encode([]adminBroker{
+			json.NewEncoder(w).Encode([]admin.Broker{
 				{NodeID: 0, AdminAddr: strings.TrimPrefix(m.srv.URL, "http://"), IsAlive: true},
 				{NodeID: 1, IsAlive: true},
 			})
@@ -290,8 +295,8 @@ func newHealthMemoryAdmin(t *testing.T) *healthMemoryAdmin {
 	return m
 }
 
-func (m *healthMemoryAdmin) client() *adminClient {
-	return &adminClient{base: m.srv.URL, http: &http.Client{Timeout: 5 * time.Second}}
+func (m *healthMemoryAdmin) client() *admin.Client {
+	return admin.NewClient(m.srv.URL, 5*time.Second)
 }
 
 func TestCheckBrokerMemory(t *testing.T) {
@@ -356,5 +361,5 @@ func TestCheckBrokerMemoryInterrupted(t *testing.T) {
 
 func TestHealthMemorySampleFlag(t *testing.T) {
 	_, _, err := run(t, "", "--brokers", "127.0.0.1:1", "cluster", "health", "--memory-sample", "-1s")
-	wantErrContains(t, err, "--memory-sample must be >= 0")
+	clitest.WantErrContains(t, err, "--memory-sample must be >= 0")
 }

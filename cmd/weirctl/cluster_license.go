@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/admin"
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
 )
 
 const (
@@ -24,15 +27,15 @@ const (
 	violationNotice = "enterprise features in use behave as their defaults until a valid license is set (weirctl cluster license set)"
 )
 
-func newClusterLicenseCommand(g *globalOptions) *cobra.Command {
+func newClusterLicenseCommand(g *cli.Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "license",
 		Short: "Show or set the enterprise license through a broker's admin API",
 		Long: "The license commands use the admin HTTP API (admin_addr) of any broker;\n" +
 			"a license set on one broker reaches every broker through the controller.\n" +
-			adminURLHelp,
+			admin.URLHelp,
 	}
-	client := addAdminURLFlag(cmd, g)
+	client := admin.AddURLFlag(cmd, g)
 	cmd.AddCommand(newLicenseSetCommand(g, client), newLicenseInfoCommand(g, client))
 	return cmd
 }
@@ -71,15 +74,15 @@ type licenseDocument struct {
 
 // callLicenseAPI sends one request to the license endpoint; body is the
 // license text for PUT and nil for GET.
-func callLicenseAPI(ctx context.Context, c *adminClient, method string, body []byte) (licenseDocument, error) {
+func callLicenseAPI(ctx context.Context, c *admin.Client, method string, body []byte) (licenseDocument, error) {
 	var doc licenseDocument
 	contentType := ""
 	if body != nil {
 		contentType = "text/plain"
 	}
-	if err := c.send(ctx, method, licensePath, contentType, body, &doc.raw); err != nil {
-		var ae *adminError
-		if errors.As(err, &ae) && ae.status == http.StatusNotFound {
+	if err := c.Send(ctx, method, licensePath, contentType, body, &doc.raw); err != nil {
+		var ae *admin.Error
+		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
 			return doc, fmt.Errorf("%s %s: this broker has no license API (is it an older weir?): %w", method, licensePath, err)
 		}
 		return doc, err
@@ -90,7 +93,7 @@ func callLicenseAPI(ctx context.Context, c *adminClient, method string, body []b
 	return doc, nil
 }
 
-func newLicenseSetCommand(g *globalOptions, client func() *adminClient) *cobra.Command {
+func newLicenseSetCommand(g *cli.Options, client func() *admin.Client) *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
 		Use:   "set KEY | --file PATH",
@@ -107,17 +110,17 @@ func newLicenseSetCommand(g *globalOptions, client func() *adminClient) *cobra.C
 			}
 			doc, err := callLicenseAPI(cmd.Context(), client(), http.MethodPut, text)
 			if err != nil {
-				var ae *adminError
-				if errors.As(err, &ae) && ae.status == http.StatusBadRequest {
+				var ae *admin.Error
+				if errors.As(err, &ae) && ae.Status == http.StatusBadRequest {
 					return fmt.Errorf("the broker refused the license: %w", err)
 				}
 				return fmt.Errorf("setting the license: %w", err)
 			}
-			if g.format == formatTable {
+			if g.Format == cli.FormatTable {
 				fmt.Fprintln(cmd.OutOrStdout(), "license set")
 				fmt.Fprintln(cmd.OutOrStdout())
 			}
-			return printLicense(cmd.OutOrStdout(), cmd.ErrOrStderr(), g.format, doc)
+			return printLicense(cmd.OutOrStdout(), cmd.ErrOrStderr(), g.Format, doc)
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "read the license from this file (- for stdin)")
@@ -174,7 +177,7 @@ func readLimited(r io.Reader) ([]byte, error) {
 	return data, nil
 }
 
-func newLicenseInfoCommand(g *globalOptions, client func() *adminClient) *cobra.Command {
+func newLicenseInfoCommand(g *cli.Options, client func() *admin.Client) *cobra.Command {
 	return &cobra.Command{
 		Use:   "info",
 		Short: "Show the license status, whether enterprise features are in violation, and the loaded license",
@@ -188,7 +191,7 @@ func newLicenseInfoCommand(g *globalOptions, client func() *adminClient) *cobra.
 			if err != nil {
 				return fmt.Errorf("reading the license: %w", err)
 			}
-			return printLicense(cmd.OutOrStdout(), cmd.ErrOrStderr(), g.format, doc)
+			return printLicense(cmd.OutOrStdout(), cmd.ErrOrStderr(), g.Format, doc)
 		},
 	}
 }
@@ -204,27 +207,27 @@ func printLicense(w, errOut io.Writer, format string, doc licenseDocument) error
 	if info.Violation {
 		fmt.Fprintln(errOut, "warning:", violationNotice)
 	}
-	if format != formatTable {
-		return writeDocument(w, format, doc.raw)
+	if format != cli.FormatTable {
+		return cli.WriteDocument(w, format, doc.raw)
 	}
-	t := newTable()
-	t.row("STATUS", licenseStatusText(info))
-	t.row("VIOLATION", yesNo(info.Violation))
-	t.row("FEATURES IN USE", listOrNone(info.FeaturesInUse))
+	t := cli.NewTable()
+	t.Row("STATUS", licenseStatusText(info))
+	t.Row("VIOLATION", cli.YesNo(info.Violation))
+	t.Row("FEATURES IN USE", listOrNone(info.FeaturesInUse))
 	if l := info.License; info.Loaded && l != nil {
-		t.row("ORGANIZATION", l.Org)
-		t.row("TYPE", l.Type)
+		t.Row("ORGANIZATION", l.Org)
+		t.Row("TYPE", l.Type)
 	} else {
-		t.row("LICENSE", "none loaded")
+		t.Row("LICENSE", "none loaded")
 	}
-	t.row("EXPIRES", licenseExpiryText(info))
+	t.Row("EXPIRES", licenseExpiryText(info))
 	if l := info.License; info.Loaded && l != nil {
-		t.row("SHA256", l.SHA256)
+		t.Row("SHA256", l.SHA256)
 	}
 	if info.Warning != "" {
-		t.row("WARNING", info.Warning)
+		t.Row("WARNING", info.Warning)
 	}
-	if err := t.write(w); err != nil {
+	if err := t.Write(w); err != nil {
 		return err
 	}
 	if info.Violation {
@@ -269,13 +272,6 @@ func licenseExpiryText(info licenseInfo) string {
 	default:
 		return fmt.Sprintf("%s (%d days left)", at, info.DaysLeft)
 	}
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
 }
 
 func listOrNone(items []string) string {

@@ -11,6 +11,10 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/admin"
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli/clitest"
 )
 
 const (
@@ -99,8 +103,8 @@ func TestLicenseSetFromArgFileAndStdin(t *testing.T) {
 func TestLicenseSetRefusedAndUsageErrors(t *testing.T) {
 	srv, puts := fakeLicenseAdmin(t, validLicenseDoc)
 	_, _, err := run(t, "", "cluster", "license", "--admin-url", srv.URL, "set", "forged")
-	wantErrContains(t, err, "signature does not verify")
-	wantErrContains(t, err, "refused the license")
+	clitest.WantErrContains(t, err, "signature does not verify")
+	clitest.WantErrContains(t, err, "refused the license")
 
 	for _, tc := range []struct {
 		stdin string
@@ -115,7 +119,7 @@ func TestLicenseSetRefusedAndUsageErrors(t *testing.T) {
 	} {
 		args := append([]string{"cluster", "license", "--admin-url", srv.URL, "set"}, tc.args...)
 		_, _, err := run(t, tc.stdin, args...)
-		wantErrContains(t, err, tc.want)
+		clitest.WantErrContains(t, err, tc.want)
 	}
 	if len(*puts) != 1 {
 		t.Errorf("usage errors must not reach the broker; PUTs: %+v", *puts)
@@ -124,7 +128,7 @@ func TestLicenseSetRefusedAndUsageErrors(t *testing.T) {
 
 func TestLicenseInfoTable(t *testing.T) {
 	srv, _ := fakeLicenseAdmin(t, validLicenseDoc)
-	t.Setenv(adminURLEnv, srv.URL)
+	t.Setenv(admin.URLEnv, srv.URL)
 	out, stderr, err := run(t, "", "cluster", "license", "info")
 	if err != nil {
 		t.Fatal(err)
@@ -176,14 +180,14 @@ func TestLicenseInfoDocuments(t *testing.T) {
 	if err := json.Unmarshal([]byte(validLicenseDoc), &want); err != nil {
 		t.Fatal(err)
 	}
-	for _, format := range []string{formatJSON, formatYAML} {
+	for _, format := range []string{cli.FormatJSON, cli.FormatYAML} {
 		t.Run(format, func(t *testing.T) {
 			out, stderr, err := run(t, "", "--format", format, "cluster", "license", "--admin-url", srv.URL, "info")
 			if err != nil {
 				t.Fatal(err)
 			}
 			var got map[string]any
-			if format == formatJSON {
+			if format == cli.FormatJSON {
 				err = json.Unmarshal([]byte(out), &got)
 			} else {
 				err = yaml.Unmarshal([]byte(out), &got)
@@ -211,5 +215,5 @@ func TestLicenseAPIMissing(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(srv.Close)
 	_, _, err := run(t, "", "cluster", "license", "--admin-url", srv.URL, "info")
-	wantErrContains(t, err, "no license API")
+	clitest.WantErrContains(t, err, "no license API")
 }

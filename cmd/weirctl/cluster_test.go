@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
 )
 
 func testMetadata() kadm.Metadata {
@@ -46,14 +48,14 @@ func TestSummarizeCluster(t *testing.T) {
 func TestPrintCluster(t *testing.T) {
 	s := summarizeCluster(testMetadata())
 	var buf bytes.Buffer
-	if err := printClusterInfo(&buf, formatTable, s); err != nil {
+	if err := printClusterInfo(&buf, cli.FormatTable, s); err != nil {
 		t.Fatal(err)
 	}
 	if out := buf.String(); !strings.Contains(out, "1*") || !strings.Contains(out, "CONTROLLER  1") || !strings.Contains(out, "RACK") {
 		t.Fatalf("info table:\n%s", out)
 	}
 	buf.Reset()
-	if err := printClusterHealth(&buf, formatJSON, s); err != nil {
+	if err := printClusterHealth(&buf, cli.FormatJSON, s); err != nil {
 		t.Fatal(err)
 	}
 	var back clusterSummary
@@ -68,7 +70,7 @@ func TestPrintCluster(t *testing.T) {
 func TestPrintClusterInfoRacks(t *testing.T) {
 	s := summarizeCluster(testMetadata())
 	var buf bytes.Buffer
-	if err := printClusterInfo(&buf, formatTable, s); err != nil {
+	if err := printClusterInfo(&buf, cli.FormatTable, s); err != nil {
 		t.Fatal(err)
 	}
 	rows := map[string][]string{}
@@ -92,7 +94,7 @@ func TestPrintClusterInfoRacks(t *testing.T) {
 	}
 
 	buf.Reset()
-	if err := printClusterInfo(&buf, formatJSON, s); err != nil {
+	if err := printClusterInfo(&buf, cli.FormatJSON, s); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -116,7 +118,7 @@ func TestPrintClusterInfoRacks(t *testing.T) {
 	}
 
 	buf.Reset()
-	if err := printClusterInfo(&buf, formatYAML, s); err != nil {
+	if err := printClusterInfo(&buf, cli.FormatYAML, s); err != nil {
 		t.Fatal(err)
 	}
 	if out := buf.String(); !strings.Contains(out, "rack: a") || strings.Count(out, "rack:") != 1 {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
 )
 
 // addCompletion makes shell completion part of the tree when it is built
@@ -11,7 +13,7 @@ import (
 // when it creates the command.
 func addCompletion(root *cobra.Command) error {
 	root.InitDefaultCompletionCmd()
-	return root.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(outputFormats(), cobra.ShellCompDirectiveNoFileComp))
+	return root.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(cli.OutputFormats(), cobra.ShellCompDirectiveNoFileComp))
 }
 
 // isCompletionCommand reports whether cmd generates a completion script or

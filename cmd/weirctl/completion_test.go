@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
 )
 
 func TestCompletionScripts(t *testing.T) {
@@ -16,7 +18,7 @@ func TestCompletionScripts(t *testing.T) {
 
 func TestFormatFlagCompletion(t *testing.T) {
 	// A broken environment must not break completion.
-	t.Setenv(brokersEnv, "no-port")
+	t.Setenv(cli.BrokersEnv, "no-port")
 	for _, args := range [][]string{
 		{"__complete", "--format", ""},
 		{"__complete", "topic", "list", "--format", ""},

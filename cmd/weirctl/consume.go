@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
 )
 
 type consumeOptions struct {
@@ -22,7 +22,7 @@ type consumeOptions struct {
 	bufferMemory string
 }
 
-func newConsumeCommand(g *globalOptions) *cobra.Command {
+func newConsumeCommand(g *cli.Options) *cobra.Command {
 	o := &consumeOptions{}
 	cmd := &cobra.Command{
 		Use:   "consume TOPIC",
@@ -40,7 +40,7 @@ func newConsumeCommand(g *globalOptions) *cobra.Command {
 			"  weirctl consume orders -o end -g audit --format json | jq .value",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			start, err := parseOffset(o.offset)
+			start, err := cli.ParseOffset(o.offset)
 			if err != nil {
 				return err
 			}
@@ -68,7 +68,7 @@ func newConsumeCommand(g *globalOptions) *cobra.Command {
 				// would silently skip them for the group's next run.
 				opts = append(opts, kgo.ConsumerGroup(o.group), kgo.AutoCommitMarks())
 			}
-			cl, err := g.newClient(opts...)
+			cl, err := g.NewClient(opts...)
 			if err != nil {
 				return err
 			}
@@ -88,20 +88,6 @@ func newConsumeCommand(g *globalOptions) *cobra.Command {
 	return cmd
 }
 
-func parseOffset(s string) (kgo.Offset, error) {
-	switch strings.ToLower(s) {
-	case "start", "oldest", "beginning", "earliest":
-		return kgo.NewOffset().AtStart(), nil
-	case "end", "newest", "latest":
-		return kgo.NewOffset().AtEnd(), nil
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return kgo.NewOffset(), fmt.Errorf("--offset must be start, end, or a non-negative offset; got %q", s)
-	}
-	return kgo.NewOffset().At(n), nil
-}
-
 func parseIsolation(s string) (kgo.IsolationLevel, error) {
 	switch strings.ToLower(s) {
 	case "read_uncommitted", "uncommitted":
@@ -115,28 +101,9 @@ func parseIsolation(s string) (kgo.IsolationLevel, error) {
 // checkTopicExists turns a missing topic into an immediate error. franz-go
 // would otherwise keep refreshing metadata forever and the user would stare
 // at a silent terminal.
-func checkTopicExists(ctx context.Context, g *globalOptions, cl *kgo.Client, topic string) error {
-	_, err := topicPartitions(ctx, g, cl, topic)
+func checkTopicExists(ctx context.Context, g *cli.Options, cl *kgo.Client, topic string) error {
+	_, err := cli.TopicPartitions(ctx, g, cl, topic)
 	return err
-}
-
-// topicPartitions returns the partition numbers of topic, or the Kafka error
-// that prevented loading it.
-func topicPartitions(ctx context.Context, g *globalOptions, cl *kgo.Client, topic string) ([]int32, error) {
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
-	details, err := kadm.NewClient(cl).ListTopicsWithInternal(ctx, topic)
-	if err != nil {
-		return nil, g.describeCallErr("loading metadata for "+topic, err)
-	}
-	d, ok := details[topic]
-	if !ok {
-		return nil, fmt.Errorf("topic %s: broker returned no metadata for it", topic)
-	}
-	if d.Err != nil {
-		return nil, fmt.Errorf("topic %s: %s", topic, statusCell(d.Err, ""))
-	}
-	return d.Partitions.Numbers(), nil
 }
 
 // consumedRecord is the JSON shape of one consumed record.
@@ -163,14 +130,14 @@ type recordPrinter struct {
 const recordRowFormat = "%-9v  %-10v  %-24v  %-12v  %v\n"
 
 func (p *recordPrinter) print(r *kgo.Record) error {
-	if p.format != formatTable {
-		return writeStreamDocument(p.w, p.format, consumedRecord{
+	if p.format != cli.FormatTable {
+		return cli.WriteStreamDocument(p.w, p.format, consumedRecord{
 			Topic:     r.Topic,
 			Partition: r.Partition,
 			Offset:    r.Offset,
 			Timestamp: r.Timestamp.UTC().Format(timestampLayout),
-			Key:       jsonBytes(r.Key),
-			Value:     jsonBytes(r.Value),
+			Key:       cli.JSONBytes(r.Key),
+			Value:     cli.JSONBytes(r.Value),
 		})
 	}
 	if !p.headerDone {
@@ -180,21 +147,21 @@ func (p *recordPrinter) print(r *kgo.Record) error {
 		}
 	}
 	_, err := fmt.Fprintf(p.w, recordRowFormat, r.Partition, r.Offset,
-		r.Timestamp.UTC().Format(timestampLayout), displayBytes(r.Key), displayBytes(r.Value))
+		r.Timestamp.UTC().Format(timestampLayout), cli.DisplayBytes(r.Key), cli.DisplayBytes(r.Value))
 	return err
 }
 
-func consumeRecords(ctx context.Context, g *globalOptions, cl *kgo.Client, out io.Writer, limit int, inGroup bool) (err error) {
-	pr := &recordPrinter{w: out, format: g.format}
+func consumeRecords(ctx context.Context, g *cli.Options, cl *kgo.Client, out io.Writer, limit int, inGroup bool) (err error) {
+	pr := &recordPrinter{w: out, format: g.Format}
 	seen := 0
 	if inGroup {
 		defer func() {
 			// The run context may already be cancelled by Ctrl-C; the
 			// commit still deserves its own bounded attempt.
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.timeout)
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.Timeout)
 			defer cancel()
 			if cerr := cl.CommitMarkedOffsets(cctx); cerr != nil && err == nil {
-				err = g.describeCallErr("committing offsets", cerr)
+				err = g.DescribeCallErr("committing offsets", cerr)
 			}
 		}()
 	}
@@ -210,7 +177,7 @@ func consumeRecords(ctx context.Context, g *globalOptions, cl *kgo.Client, out i
 		if fetches.IsClientClosed() {
 			return errors.New("client closed while consuming")
 		}
-		if ferr := firstFetchError(fetches); ferr != nil {
+		if ferr := cli.FirstFetchError(fetches); ferr != nil {
 			return ferr
 		}
 		var perr error
@@ -233,23 +200,4 @@ func consumeRecords(ctx context.Context, g *globalOptions, cl *kgo.Client, out i
 		return fmt.Errorf("interrupted after %d of %d records", seen, limit)
 	}
 	return nil
-}
-
-// firstFetchError ignores context errors, which only mean we are shutting
-// down, and names the partition for real ones since fetch errors are
-// per-partition.
-func firstFetchError(fetches kgo.Fetches) error {
-	var first error
-	fetches.EachError(func(topic string, partition int32, err error) {
-		if first != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return
-		}
-		if topic == "" {
-			// franz-go reports group-level failures without a partition.
-			first = fmt.Errorf("consumer group: %s", statusCell(err, ""))
-			return
-		}
-		first = fmt.Errorf("fetching %s/%d: %s", topic, partition, statusCell(err, ""))
-	})
-	return first
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli/clitest"
 )
 
 func TestLimitsForBufferMemory(t *testing.T) {
@@ -38,7 +40,7 @@ func TestLimitsForBufferMemory(t *testing.T) {
 	}
 	for _, bad := range []int64{-1, 1, 64<<10 - 1, 1<<30 + 1} {
 		_, err := limitsForBufferMemory(bad)
-		wantErrContains(t, err, "--buffer-memory must be 0")
+		clitest.WantErrContains(t, err, "--buffer-memory must be 0")
 	}
 }
 

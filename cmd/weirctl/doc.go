@@ -36,6 +36,11 @@
 //
 // Global flags: --brokers (or WEIR_BROKERS), --format table|json|yaml, --timeout.
 //
+// This package holds the operator commands. The benchmarks are
+// internal/bench, one package per larger benchmark; what both use (the
+// global flags, clients and output formats, and the admin API client) is
+// internal/cli and internal/admin.
+//
 // Output contract: with --format json or yaml, stdout carries only that
 // format. One-shot commands print a single document (the YAML has the same
 // keys and order as the JSON); produce and consume stream one object per

@@ -4,12 +4,14 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
 )
 
 // weirctl group: the parent command of group list, describe, delete and
 // seek (each in its own group_*.go file), and the helpers they share.
 
-func newGroupCommand(g *globalOptions) *cobra.Command {
+func newGroupCommand(g *cli.Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "group",
 		Aliases: []string{"groups"},

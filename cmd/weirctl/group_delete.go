@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
 )
 
 // weirctl group delete: delete groups with their committed offsets and
@@ -20,7 +22,7 @@ type groupResult struct {
 	ErrorMessage string `json:"error_message,omitempty"`
 }
 
-func newGroupDeleteCommand(g *globalOptions) *cobra.Command {
+func newGroupDeleteCommand(g *cli.Options) *cobra.Command {
 	return &cobra.Command{
 		Use:     "delete GROUP...",
 		Aliases: []string{"rm"},
@@ -30,16 +32,16 @@ func newGroupDeleteCommand(g *globalOptions) *cobra.Command {
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			names := dedupe(args)
-			return g.withAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
+			return g.WithAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
 				resps, err := adm.DeleteGroups(ctx, names...)
 				var se *kadm.ShardErrors
 				// A partial failure (say, no coordinator for one group)
 				// is reported per group; when nothing got through, the
 				// error itself is the news.
 				if err != nil && (!errors.As(err, &se) || se.AllFailed) {
-					return g.describeCallErr("delete groups", err)
+					return g.DescribeCallErr("delete groups", err)
 				}
-				return printGroupDeleteResults(cmd.OutOrStdout(), g.format, names, resps, se)
+				return printGroupDeleteResults(cmd.OutOrStdout(), g.Format, names, resps, se)
 			})
 		},
 	}
@@ -66,12 +68,12 @@ func printGroupDeleteResults(w io.Writer, format string, names []string, resps k
 		r, ok := resps[name]
 		switch {
 		case ok && r.Err != nil:
-			res.Error = kafkaErrName(r.Err)
-			res.ErrorMessage = kafkaErrDetail(r.Err, r.ErrMessage)
+			res.Error = cli.KafkaErrName(r.Err)
+			res.ErrorMessage = cli.KafkaErrDetail(r.Err, r.ErrMessage)
 		case ok:
 		case shardErr[name] != nil:
-			res.Error = kafkaErrName(shardErr[name])
-			res.ErrorMessage = kafkaErrDetail(shardErr[name], "")
+			res.Error = cli.KafkaErrName(shardErr[name])
+			res.ErrorMessage = cli.KafkaErrDetail(shardErr[name], "")
 		default:
 			res.Error = "MISSING_RESPONSE"
 			res.ErrorMessage = "broker did not answer for this group"
@@ -82,18 +84,18 @@ func printGroupDeleteResults(w io.Writer, format string, names []string, resps k
 		results = append(results, res)
 	}
 	var err error
-	if format != formatTable {
-		err = writeDocument(w, format, results)
+	if format != cli.FormatTable {
+		err = cli.WriteDocument(w, format, results)
 	} else {
-		t := newTable("GROUP", "STATUS")
+		t := cli.NewTable("GROUP", "STATUS")
 		for _, r := range results {
 			status := "OK"
 			if r.Error != "" {
 				status = joinErr(r.Error, r.ErrorMessage)
 			}
-			t.row(r.Group, status)
+			t.Row(r.Group, status)
 		}
-		err = t.write(w)
+		err = t.Write(w)
 	}
 	if err != nil {
 		return err

@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
 )
 
 // weirctl group describe: a group's state, coordinator, members and their
@@ -65,7 +67,7 @@ type groupDescription struct {
 	ErrorMessage    string           `json:"error_message,omitempty"`
 }
 
-func newGroupDescribeCommand(g *globalOptions) *cobra.Command {
+func newGroupDescribeCommand(g *cli.Options) *cobra.Command {
 	return &cobra.Command{
 		Use:     "describe GROUP...",
 		Aliases: []string{"info"},
@@ -79,20 +81,20 @@ func newGroupDescribeCommand(g *globalOptions) *cobra.Command {
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			names := dedupe(args)
-			return g.withAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
+			return g.WithAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
 				lags, err := adm.Lag(ctx, names...)
 				if err != nil && len(lags) == 0 {
-					return g.describeCallErr("describe groups", err)
+					return g.DescribeCallErr("describe groups", err)
 				}
 				descs := make([]groupDescription, 0, len(names))
 				for _, name := range names {
 					descs = append(descs, buildGroupDescription(name, lags))
 				}
-				if perr := printGroupDescriptions(cmd.OutOrStdout(), g.format, descs); perr != nil {
+				if perr := printGroupDescriptions(cmd.OutOrStdout(), g.Format, descs); perr != nil {
 					return perr
 				}
 				if err != nil {
-					return g.describeCallErr("describe groups (partial answer)", err)
+					return g.DescribeCallErr("describe groups (partial answer)", err)
 				}
 				return nil
 			})
@@ -121,14 +123,14 @@ func buildGroupDescription(name string, lags kadm.DescribedGroupLags) groupDescr
 	}
 	switch {
 	case l.DescribeErr != nil:
-		d.Error = kafkaErrName(l.DescribeErr)
-		d.ErrorMessage = kafkaErrDetail(l.DescribeErr, "")
+		d.Error = cli.KafkaErrName(l.DescribeErr)
+		d.ErrorMessage = cli.KafkaErrDetail(l.DescribeErr, "")
 		return d
 	case l.FetchErr != nil:
-		d.Error = kafkaErrName(l.FetchErr)
-		d.ErrorMessage = "fetching committed offsets: " + kafkaErrDetail(l.FetchErr, "")
+		d.Error = cli.KafkaErrName(l.FetchErr)
+		d.ErrorMessage = "fetching committed offsets: " + cli.KafkaErrDetail(l.FetchErr, "")
 	case l.State == "Dead":
-		d.Error = kafkaErrName(kerr.GroupIDNotFound)
+		d.Error = cli.KafkaErrName(kerr.GroupIDNotFound)
 		d.ErrorMessage = "the broker reports the group as Dead: it does not exist"
 	}
 	for _, m := range l.Members {
@@ -190,7 +192,7 @@ func lagPartitions(l kadm.GroupLag) []groupPartition {
 			p.MemberID = pl.Member.MemberID
 		}
 		if pl.Err != nil {
-			p.Error = kafkaErrName(pl.Err)
+			p.Error = cli.KafkaErrName(pl.Err)
 		}
 		out = append(out, p)
 	}
@@ -201,7 +203,7 @@ func lagPartitions(l kadm.GroupLag) []groupPartition {
 func formatAssignment(ts []assignedTopic) string {
 	parts := make([]string, 0, len(ts))
 	for _, t := range ts {
-		parts = append(parts, t.Topic+cellString(t.Partitions))
+		parts = append(parts, t.Topic+cli.CellString(t.Partitions))
 	}
 	return strings.Join(parts, " ")
 }
@@ -214,8 +216,8 @@ func printGroupDescriptions(w io.Writer, format string, descs []groupDescription
 		}
 	}
 	var err error
-	if format != formatTable {
-		err = writeDocument(w, format, descs)
+	if format != cli.FormatTable {
+		err = cli.WriteDocument(w, format, descs)
 	} else {
 		for i, d := range descs {
 			if i > 0 {
@@ -242,57 +244,57 @@ func printGroupDescriptions(w io.Writer, format string, descs []groupDescription
 }
 
 func printGroupDescriptionTable(w io.Writer, d groupDescription) error {
-	summary := newTable()
-	summary.row("GROUP", d.Group)
+	summary := cli.NewTable()
+	summary.Row("GROUP", d.Group)
 	// A group that could not be described, or does not exist, has
 	// nothing more to show than why.
 	if d.Error != "" && (d.State == "" || d.State == "Dead") {
-		summary.row("ERROR", joinErr(d.Error, d.ErrorMessage))
-		return summary.write(w)
+		summary.Row("ERROR", joinErr(d.Error, d.ErrorMessage))
+		return summary.Write(w)
 	}
-	summary.row("STATE", d.State)
-	summary.row("PROTOCOL-TYPE", d.ProtocolType)
-	summary.row("PROTOCOL", d.Protocol)
+	summary.Row("STATE", d.State)
+	summary.Row("PROTOCOL-TYPE", d.ProtocolType)
+	summary.Row("PROTOCOL", d.Protocol)
 	coord := strconv.Itoa(int(d.CoordinatorID))
 	if d.CoordinatorAddr != "" {
 		coord += " (" + d.CoordinatorAddr + ")"
 	}
-	summary.row("COORDINATOR", coord)
-	summary.row("MEMBERS", d.MemberCount)
-	summary.row("TOTAL-LAG", d.TotalLag)
+	summary.Row("COORDINATOR", coord)
+	summary.Row("MEMBERS", d.MemberCount)
+	summary.Row("TOTAL-LAG", d.TotalLag)
 	if d.Error != "" {
-		summary.row("ERROR", joinErr(d.Error, d.ErrorMessage))
+		summary.Row("ERROR", joinErr(d.Error, d.ErrorMessage))
 	}
-	if err := summary.write(w); err != nil {
+	if err := summary.Write(w); err != nil {
 		return err
 	}
 
 	if len(d.Members) > 0 {
 		fmt.Fprintln(w)
-		mt := newTable("MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "ASSIGNMENT")
+		mt := cli.NewTable("MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "ASSIGNMENT")
 		for _, m := range d.Members {
 			inst := "-"
 			if m.InstanceID != nil {
 				inst = *m.InstanceID
 			}
-			mt.row(m.MemberID, inst, m.ClientID, m.Host, formatAssignment(m.Assignment))
+			mt.Row(m.MemberID, inst, m.ClientID, m.Host, formatAssignment(m.Assignment))
 		}
-		if err := mt.write(w); err != nil {
+		if err := mt.Write(w); err != nil {
 			return err
 		}
 	}
 
 	if len(d.Partitions) > 0 {
 		fmt.Fprintln(w)
-		pt := newTable("TOPIC", "PARTITION", "COMMITTED-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER-ID", "ERROR")
+		pt := cli.NewTable("TOPIC", "PARTITION", "COMMITTED-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER-ID", "ERROR")
 		for _, p := range d.Partitions {
 			member := p.MemberID
 			if member == "" {
 				member = "-"
 			}
-			pt.row(p.Topic, p.Partition, offsetCell(p.CommittedOffset), offsetCell(p.LogEndOffset), offsetCell(p.Lag), member, p.Error)
+			pt.Row(p.Topic, p.Partition, offsetCell(p.CommittedOffset), offsetCell(p.LogEndOffset), offsetCell(p.Lag), member, p.Error)
 		}
-		if err := pt.write(w); err != nil {
+		if err := pt.Write(w); err != nil {
 			return err
 		}
 	}

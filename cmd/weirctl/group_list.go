@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
 )
 
 // weirctl group list: the groups every broker coordinates, with their state,
@@ -63,7 +65,7 @@ type groupSummary struct {
 	ErrorMessage  string `json:"error_message,omitempty"`
 }
 
-func newGroupListCommand(g *globalOptions) *cobra.Command {
+func newGroupListCommand(g *cli.Options) *cobra.Command {
 	var states []string
 	cmd := &cobra.Command{
 		Use:     "list",
@@ -79,29 +81,29 @@ func newGroupListCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.withAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
+			return g.WithAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
 				// The filter goes to the broker (ListGroups v4+) and is
 				// applied again locally, for brokers that ignore it.
 				listed, listErr := adm.ListGroups(ctx, filter...)
 				if listErr != nil && len(listed) == 0 {
-					return g.describeCallErr("list groups", listErr)
+					return g.DescribeCallErr("list groups", listErr)
 				}
 				var described kadm.DescribedGroups
 				var descErr error
 				if names := listed.Groups(); len(names) > 0 {
 					described, descErr = adm.DescribeGroups(ctx, names...)
 					if descErr != nil && len(described) == 0 {
-						return g.describeCallErr("describe groups", descErr)
+						return g.DescribeCallErr("describe groups", descErr)
 					}
 				}
-				err := printGroupList(cmd.OutOrStdout(), g.format, buildGroupSummaries(listed, described, filter))
+				err := printGroupList(cmd.OutOrStdout(), g.Format, buildGroupSummaries(listed, described, filter))
 				switch {
 				case err != nil:
 					return err
 				case listErr != nil:
-					return g.describeCallErr("list groups (partial answer)", listErr)
+					return g.DescribeCallErr("list groups (partial answer)", listErr)
 				case descErr != nil:
-					return g.describeCallErr("describe groups (partial answer)", descErr)
+					return g.DescribeCallErr("describe groups (partial answer)", descErr)
 				}
 				return nil
 			})
@@ -130,8 +132,8 @@ func buildGroupSummaries(listed kadm.ListedGroups, described kadm.DescribedGroup
 			s.Error = "MISSING_RESPONSE"
 			s.ErrorMessage = "broker did not describe this group"
 		case d.Err != nil:
-			s.Error = kafkaErrName(d.Err)
-			s.ErrorMessage = kafkaErrDetail(d.Err, d.ErrMessage)
+			s.Error = cli.KafkaErrName(d.Err)
+			s.ErrorMessage = cli.KafkaErrDetail(d.Err, d.ErrMessage)
 		default:
 			s.Members = len(d.Members)
 			if d.State != "" {
@@ -169,18 +171,18 @@ func printGroupList(w io.Writer, format string, groups []groupSummary) error {
 		}
 	}
 	var err error
-	if format != formatTable {
-		err = writeDocument(w, format, groups)
+	if format != cli.FormatTable {
+		err = cli.WriteDocument(w, format, groups)
 	} else {
-		t := newTable("GROUP", "STATE", "PROTOCOL-TYPE", "MEMBERS")
+		t := cli.NewTable("GROUP", "STATE", "PROTOCOL-TYPE", "MEMBERS")
 		for _, s := range groups {
 			members := "-"
 			if s.Members >= 0 {
 				members = strconv.Itoa(s.Members)
 			}
-			t.row(s.Group, s.State, s.ProtocolType, members)
+			t.Row(s.Group, s.State, s.ProtocolType, members)
 		}
-		err = t.write(w)
+		err = t.Write(w)
 	}
 	if err != nil {
 		return err

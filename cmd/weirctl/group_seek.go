@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
 )
 
 // weirctl group seek: move a memberless group's committed offsets to the log
@@ -113,7 +115,7 @@ type seekOptions struct {
 	dryRun bool
 }
 
-func newGroupSeekCommand(g *globalOptions) *cobra.Command {
+func newGroupSeekCommand(g *cli.Options) *cobra.Command {
 	o := &seekOptions{}
 	cmd := &cobra.Command{
 		Use:   "seek GROUP --to start|end|OFFSET|@TIMESTAMP_MS",
@@ -140,12 +142,12 @@ func newGroupSeekCommand(g *globalOptions) *cobra.Command {
 				return err
 			}
 			group := args[0]
-			return g.withAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
+			return g.WithAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
 				res, err := seekGroup(ctx, g, adm, group, target, topics, o.dryRun)
 				if err != nil {
 					return err
 				}
-				return printSeekResult(cmd.OutOrStdout(), g.format, res)
+				return printSeekResult(cmd.OutOrStdout(), g.Format, res)
 			})
 		},
 	}
@@ -163,7 +165,7 @@ func newGroupSeekCommand(g *globalOptions) *cobra.Command {
 // creates it.
 func checkSeekable(group string, d kadm.DescribedGroup) error {
 	if d.Err != nil && !errors.Is(d.Err, kerr.GroupIDNotFound) {
-		return fmt.Errorf("describe group %s: %s", group, statusCell(d.Err, d.ErrMessage))
+		return fmt.Errorf("describe group %s: %s", group, cli.StatusCell(d.Err, d.ErrMessage))
 	}
 	if d.Err != nil {
 		return nil
@@ -174,10 +176,10 @@ func checkSeekable(group string, d kadm.DescribedGroup) error {
 	return nil
 }
 
-func seekGroup(ctx context.Context, g *globalOptions, adm *kadm.Client, group string, target seekTarget, topics []string, dry bool) (*seekResult, error) {
+func seekGroup(ctx context.Context, g *cli.Options, adm *kadm.Client, group string, target seekTarget, topics []string, dry bool) (*seekResult, error) {
 	described, err := adm.DescribeGroups(ctx, group)
 	if err != nil {
-		return nil, g.describeCallErr("describe group "+group, err)
+		return nil, g.DescribeCallErr("describe group "+group, err)
 	}
 	d, ok := described[group]
 	if !ok {
@@ -189,14 +191,14 @@ func seekGroup(ctx context.Context, g *globalOptions, adm *kadm.Client, group st
 
 	committed, err := adm.FetchOffsets(ctx, group)
 	if err != nil {
-		return nil, g.describeCallErr("fetch committed offsets of "+group, err)
+		return nil, g.DescribeCallErr("fetch committed offsets of "+group, err)
 	}
 
 	set := make(kadm.TopicsSet)
 	if len(topics) > 0 {
 		details, err := adm.ListTopics(ctx, topics...)
 		if err != nil {
-			return nil, g.describeCallErr("loading metadata", err)
+			return nil, g.DescribeCallErr("loading metadata", err)
 		}
 		for _, t := range topics {
 			td, ok := details[t]
@@ -204,7 +206,7 @@ func seekGroup(ctx context.Context, g *globalOptions, adm *kadm.Client, group st
 				return nil, fmt.Errorf("topic %s: broker returned no metadata for it", t)
 			}
 			if td.Err != nil {
-				return nil, fmt.Errorf("topic %s: %s", t, statusCell(td.Err, ""))
+				return nil, fmt.Errorf("topic %s: %s", t, cli.StatusCell(td.Err, ""))
 			}
 			set.Add(t, td.Partitions.Numbers()...)
 		}
@@ -222,16 +224,16 @@ func seekGroup(ctx context.Context, g *globalOptions, adm *kadm.Client, group st
 	names := set.Topics()
 	starts, err := adm.ListStartOffsets(ctx, names...)
 	if err != nil {
-		return nil, g.describeCallErr("list log start offsets", err)
+		return nil, g.DescribeCallErr("list log start offsets", err)
 	}
 	ends, err := adm.ListEndOffsets(ctx, names...)
 	if err != nil {
-		return nil, g.describeCallErr("list log end offsets", err)
+		return nil, g.DescribeCallErr("list log end offsets", err)
 	}
 	var byTime kadm.ListedOffsets
 	if target.kind == seekTimestamp {
 		if byTime, err = adm.ListOffsetsAfterMilli(ctx, target.value, names...); err != nil {
-			return nil, g.describeCallErr("list offsets by timestamp", err)
+			return nil, g.DescribeCallErr("list offsets by timestamp", err)
 		}
 	}
 
@@ -252,7 +254,7 @@ func seekGroup(ctx context.Context, g *globalOptions, adm *kadm.Client, group st
 	}
 	resps, err := adm.CommitOffsets(ctx, group, toCommit)
 	if err != nil {
-		return nil, g.describeCallErr("commit offsets", err)
+		return nil, g.DescribeCallErr("commit offsets", err)
 	}
 	for i := range res.Partitions {
 		r := &res.Partitions[i]
@@ -265,8 +267,8 @@ func seekGroup(ctx context.Context, g *globalOptions, adm *kadm.Client, group st
 			r.Error = "MISSING_RESPONSE"
 			r.ErrorMessage = "broker did not answer for this partition"
 		case c.Err != nil:
-			r.Error = kafkaErrName(c.Err)
-			r.ErrorMessage = kafkaErrDetail(c.Err, "")
+			r.Error = cli.KafkaErrName(c.Err)
+			r.ErrorMessage = cli.KafkaErrDetail(c.Err, "")
 		}
 	}
 	return res, nil
@@ -281,8 +283,8 @@ func planSeek(set kadm.TopicsSet, committed kadm.OffsetResponses, target seekTar
 		for _, p := range tp.Partitions {
 			r := seekRow{Topic: tp.Topic, Partition: p, Before: -1, After: -1}
 			setErr := func(what string, err error) {
-				r.Error = kafkaErrName(err)
-				r.ErrorMessage = what + ": " + kafkaErrDetail(err, "")
+				r.Error = cli.KafkaErrName(err)
+				r.ErrorMessage = what + ": " + cli.KafkaErrDetail(err, "")
 			}
 			if c, ok := committed.Lookup(tp.Topic, p); ok {
 				if c.Err != nil {
@@ -359,10 +361,10 @@ func printSeekResult(w io.Writer, format string, res *seekResult) error {
 		}
 	}
 	var err error
-	if format != formatTable {
-		err = writeDocument(w, format, res)
+	if format != cli.FormatTable {
+		err = cli.WriteDocument(w, format, res)
 	} else {
-		t := newTable("TOPIC", "PARTITION", "OLD-OFFSET", "NEW-OFFSET", "STATUS")
+		t := cli.NewTable("TOPIC", "PARTITION", "OLD-OFFSET", "NEW-OFFSET", "STATUS")
 		for _, r := range res.Partitions {
 			status := "OK"
 			switch {
@@ -374,9 +376,9 @@ func printSeekResult(w io.Writer, format string, res *seekResult) error {
 			if r.Error == "" && r.Note != "" {
 				status += " (" + r.Note + ")"
 			}
-			t.row(r.Topic, r.Partition, offsetCell(r.Before), offsetCell(r.After), status)
+			t.Row(r.Topic, r.Partition, offsetCell(r.Before), offsetCell(r.After), status)
 		}
-		err = t.write(w)
+		err = t.Write(w)
 	}
 	if err != nil {
 		return err

@@ -11,6 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli/clitest"
 )
 
 func TestParseSeekTarget(t *testing.T) {
@@ -54,7 +57,7 @@ func TestParseStates(t *testing.T) {
 		t.Errorf("no filter: %q, %v", got, err)
 	}
 	_, err = parseStates([]string{"Stable,Sleeping"})
-	wantErrContains(t, err, "Sleeping")
+	clitest.WantErrContains(t, err, "Sleeping")
 }
 
 func TestParseTopicList(t *testing.T) {
@@ -151,7 +154,7 @@ func TestGroupListOutput(t *testing.T) {
 	}
 
 	var buf bytes.Buffer
-	if err := printGroupList(&buf, formatTable, empty); err != nil {
+	if err := printGroupList(&buf, cli.FormatTable, empty); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
@@ -163,8 +166,8 @@ func TestGroupListOutput(t *testing.T) {
 	}
 
 	buf.Reset()
-	err := printGroupList(&buf, formatJSON, all)
-	wantErrContains(t, err, "broken: COORDINATOR_LOAD_IN_PROGRESS")
+	err := printGroupList(&buf, cli.FormatJSON, all)
+	clitest.WantErrContains(t, err, "broken: COORDINATOR_LOAD_IN_PROGRESS")
 	var got []groupSummary
 	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
 		t.Fatalf("%v\n%s", err, buf.String())
@@ -174,7 +177,7 @@ func TestGroupListOutput(t *testing.T) {
 	}
 
 	buf.Reset()
-	if err := printGroupList(&buf, formatJSON, nil); err != nil || strings.TrimSpace(buf.String()) != "[]" {
+	if err := printGroupList(&buf, cli.FormatJSON, nil); err != nil || strings.TrimSpace(buf.String()) != "[]" {
 		t.Errorf("no groups must print [], got %q, %v", buf.String(), err)
 	}
 }
@@ -235,7 +238,7 @@ func TestGroupDescribeMemberlessGroupShowsOffsetsAndLag(t *testing.T) {
 	}
 
 	var buf bytes.Buffer
-	if err := printGroupDescriptions(&buf, formatTable, []groupDescription{d}); err != nil {
+	if err := printGroupDescriptions(&buf, cli.FormatTable, []groupDescription{d}); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -258,7 +261,7 @@ func TestGroupDescribeMemberlessGroupShowsOffsetsAndLag(t *testing.T) {
 	}
 
 	buf.Reset()
-	if err := printGroupDescriptions(&buf, formatJSON, []groupDescription{d}); err != nil {
+	if err := printGroupDescriptions(&buf, cli.FormatJSON, []groupDescription{d}); err != nil {
 		t.Fatal(err)
 	}
 	var got []groupDescription
@@ -288,9 +291,9 @@ func TestGroupDescribeErrors(t *testing.T) {
 		t.Fatalf("errors: %+v", descs)
 	}
 	var buf bytes.Buffer
-	err := printGroupDescriptions(&buf, formatTable, descs)
-	wantErrContains(t, err, "4 of 4 groups failed")
-	wantErrContains(t, err, "absent: GROUP_ID_NOT_FOUND")
+	err := printGroupDescriptions(&buf, cli.FormatTable, descs)
+	clitest.WantErrContains(t, err, "4 of 4 groups failed")
+	clitest.WantErrContains(t, err, "absent: GROUP_ID_NOT_FOUND")
 	if n := strings.Count(buf.String(), "GROUP_ID_NOT_FOUND"); n != 2 {
 		t.Errorf("want both missing groups reported by name:\n%s", buf.String())
 	}
@@ -311,7 +314,7 @@ func TestGroupDescribeMembersTable(t *testing.T) {
 		},
 	}
 	var buf bytes.Buffer
-	if err := printGroupDescriptions(&buf, formatTable, []groupDescription{d}); err != nil {
+	if err := printGroupDescriptions(&buf, cli.FormatTable, []groupDescription{d}); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -369,8 +372,8 @@ func TestGroupDeleteResults(t *testing.T) {
 	names := []string{"done", "busy", "absent", "unreachable", "lost"}
 
 	var buf bytes.Buffer
-	err := printGroupDeleteResults(&buf, formatJSON, names, resps, se)
-	wantErrContains(t, err, "4 of 5 groups failed")
+	err := printGroupDeleteResults(&buf, cli.FormatJSON, names, resps, se)
+	clitest.WantErrContains(t, err, "4 of 5 groups failed")
 	var got []groupResult
 	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
 		t.Fatalf("%v\n%s", err, buf.String())
@@ -386,8 +389,8 @@ func TestGroupDeleteResults(t *testing.T) {
 	}
 
 	buf.Reset()
-	err = printGroupDeleteResults(&buf, formatTable, names[:2], resps, nil)
-	wantErrContains(t, err, "1 of 2 groups failed")
+	err = printGroupDeleteResults(&buf, cli.FormatTable, names[:2], resps, nil)
+	clitest.WantErrContains(t, err, "1 of 2 groups failed")
 	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
 	if len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "GROUP STATUS" ||
 		strings.Join(strings.Fields(lines[1]), " ") != "done OK" ||
@@ -396,7 +399,7 @@ func TestGroupDeleteResults(t *testing.T) {
 	}
 
 	buf.Reset()
-	if err := printGroupDeleteResults(&buf, formatTable, []string{"done"}, resps, nil); err != nil {
+	if err := printGroupDeleteResults(&buf, cli.FormatTable, []string{"done"}, resps, nil); err != nil {
 		t.Errorf("all deleted must succeed: %v", err)
 	}
 }
@@ -404,8 +407,8 @@ func TestGroupDeleteResults(t *testing.T) {
 func TestCheckSeekable(t *testing.T) {
 	active := kadm.DescribedGroup{Group: "g", State: "Stable", Members: make([]kadm.DescribedGroupMember, 1)}
 	err := checkSeekable("g", active)
-	wantErrContains(t, err, "1 active members (state Stable)")
-	wantErrContains(t, err, "stop its consumers")
+	clitest.WantErrContains(t, err, "1 active members (state Stable)")
+	clitest.WantErrContains(t, err, "stop its consumers")
 
 	if err := checkSeekable("g", kadm.DescribedGroup{State: "PreparingRebalance"}); err == nil {
 		t.Error("a rebalancing group must be refused")
@@ -419,7 +422,7 @@ func TestCheckSeekable(t *testing.T) {
 			t.Errorf("%+v: %v", ok, err)
 		}
 	}
-	wantErrContains(t, checkSeekable("g", kadm.DescribedGroup{Err: kerr.NotCoordinator}), "NOT_COORDINATOR")
+	clitest.WantErrContains(t, checkSeekable("g", kadm.DescribedGroup{Err: kerr.NotCoordinator}), "NOT_COORDINATOR")
 }
 
 func seekFixtures() (kadm.TopicsSet, kadm.OffsetResponses, kadm.ListedOffsets, kadm.ListedOffsets) {
@@ -508,8 +511,8 @@ func TestSeekResultOutput(t *testing.T) {
 		Partitions: planSeek(set, committed, seekTarget{kind: seekOffset, value: 12}, starts, ends, nil)}
 
 	var buf bytes.Buffer
-	err := printSeekResult(&buf, formatTable, res)
-	wantErrContains(t, err, "1 of 3 partitions failed")
+	err := printSeekResult(&buf, cli.FormatTable, res)
+	clitest.WantErrContains(t, err, "1 of 3 partitions failed")
 	out := buf.String()
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	if len(lines) != 4 || strings.Join(strings.Fields(lines[0]), " ") != "TOPIC PARTITION OLD-OFFSET NEW-OFFSET STATUS" {
@@ -525,7 +528,7 @@ func TestSeekResultOutput(t *testing.T) {
 	buf.Reset()
 	res.DryRun = false
 	res.Partitions = res.Partitions[:2]
-	if err := printSeekResult(&buf, formatJSON, res); err != nil {
+	if err := printSeekResult(&buf, cli.FormatJSON, res); err != nil {
 		t.Fatal(err)
 	}
 	var got seekResult

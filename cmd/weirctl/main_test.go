@@ -1,51 +1,18 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli/clitest"
 )
 
-// run executes one command tree in-process, the way the binary would.
+// run executes weirctl's command tree in-process, the way the binary would.
 func run(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	root := newRootCommand(&out)
-	root.SetErr(&errOut)
-	root.SetIn(strings.NewReader(stdin))
-	root.SetArgs(args)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	err = root.ExecuteContext(ctx)
-	return out.String(), errOut.String(), err
-}
-
-func wantErrContains(t *testing.T, err error, sub string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("want error containing %q, got nil", sub)
-	}
-	if !strings.Contains(err.Error(), sub) {
-		t.Fatalf("want error containing %q, got %q", sub, err)
-	}
-}
-
-func TestParseBrokers(t *testing.T) {
-	got, err := parseBrokers(" a:1, b:2,,c:3 ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Join(got, "|") != "a:1|b:2|c:3" {
-		t.Fatalf("got %q", got)
-	}
-	if _, err := parseBrokers(" , "); err == nil {
-		t.Fatal("want error for empty list")
-	}
-	if _, err := parseBrokers("localhost"); err == nil {
-		t.Fatal("want error for missing port")
-	}
+	return clitest.Run(t, newRootCommand, stdin, args...)
 }
 
 func TestGlobalFlagValidation(t *testing.T) {
@@ -60,21 +27,21 @@ func TestGlobalFlagValidation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := run(t, "", tc.args...)
-			wantErrContains(t, err, tc.want)
+			clitest.WantErrContains(t, err, tc.want)
 		})
 	}
 }
 
 func TestBrokersFromEnvironment(t *testing.T) {
 	// A broken env value proves the variable is read...
-	t.Setenv(brokersEnv, "envhost-without-port")
+	t.Setenv(cli.BrokersEnv, "envhost-without-port")
 	_, _, err := run(t, "", "topic", "create", "x", "-p", "0")
-	wantErrContains(t, err, "envhost-without-port")
+	clitest.WantErrContains(t, err, "envhost-without-port")
 
 	// ...and an explicit flag overrides it: the run gets past broker
 	// parsing and fails on the local partitions check instead.
 	_, _, err = run(t, "", "--brokers", "127.0.0.1:1", "topic", "create", "x", "-p", "0")
-	wantErrContains(t, err, "--partitions")
+	clitest.WantErrContains(t, err, "--partitions")
 }
 
 func TestUnreachableBrokerFailsWithinTimeout(t *testing.T) {
@@ -101,7 +68,7 @@ func TestArgumentCounts(t *testing.T) {
 		{"topic", "list", "extra"},
 		{"produce"},
 		{"consume"},
-		{"bench", "produce"},
+		{"bench", "produce"}, // also shows that bench is part of the tree
 	} {
 		if _, _, err := run(t, "", args...); err == nil {
 			t.Errorf("%v: want an argument error", args)
@@ -123,12 +90,6 @@ func TestCommandFlagValidation(t *testing.T) {
 		{[]string{"consume", "t", "-o", "yesterday"}, "--offset"},
 		{[]string{"consume", "t", "--isolation", "serializable"}, "--isolation"},
 		{[]string{"consume", "t", "-n", "-1"}, "--num"},
-		{[]string{"bench", "produce", "t"}, "records"},
-		{[]string{"bench", "produce", "t", "--records", "0"}, "--records"},
-		{[]string{"bench", "produce", "t", "--records", "5", "--record-size", "-1"}, "--record-size"},
-		{[]string{"bench", "produce", "t", "--records", "5", "--compression", "xz"}, "--compression"},
-		{[]string{"bench", "consume", "t", "--records", "5", "--consumers", "0"}, "--consumers"},
-		{[]string{"bench", "consume", "t", "--records", "5", "-o", "nope"}, "--offset"},
 	} {
 		_, _, err := run(t, "", append(b, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -142,7 +103,7 @@ func TestProduceFailuresAgainstDeadBroker(t *testing.T) {
 	// per record (capped), exit non-zero, and not hang.
 	stdin := strings.Repeat("v\n", 25)
 	stdout, stderr, err := run(t, stdin, "--brokers", "127.0.0.1:1", "--timeout", "1s", "produce", "t")
-	wantErrContains(t, err, "25 of 25 records failed")
+	clitest.WantErrContains(t, err, "25 of 25 records failed")
 	if stdout != "" {
 		t.Errorf("failures must not print offsets: %q", stdout)
 	}
@@ -154,7 +115,7 @@ func TestProduceFailuresAgainstDeadBroker(t *testing.T) {
 	}
 
 	stdout, _, err = run(t, "a\nb\n", "--brokers", "127.0.0.1:1", "--timeout", "1s", "--format", "json", "produce", "t")
-	wantErrContains(t, err, "2 of 2 records failed")
+	clitest.WantErrContains(t, err, "2 of 2 records failed")
 	if n := strings.Count(stdout, `"error":`); n != 2 {
 		t.Errorf("JSON mode must report each failure on stdout:\n%s", stdout)
 	}
@@ -164,22 +125,5 @@ func TestEmptyInputProducesNothing(t *testing.T) {
 	stdout, _, err := run(t, "", "--brokers", "127.0.0.1:1", "--timeout", "1s", "produce", "t")
 	if err != nil || stdout != "" {
 		t.Fatalf("empty stdin: %q, %v", stdout, err)
-	}
-}
-
-func TestBenchAgainstDeadBrokerFailsFast(t *testing.T) {
-	for _, args := range [][]string{
-		{"bench", "produce", "t", "--records", "10"},
-		{"bench", "produce", "t", "--records", "10", "--partitions", "3"},
-		{"bench", "consume", "t", "--records", "10"},
-	} {
-		start := time.Now()
-		_, _, err := run(t, "", append([]string{"--brokers", "127.0.0.1:1", "--timeout", "500ms"}, args...)...)
-		if err == nil {
-			t.Errorf("%v: want error", args)
-		}
-		if el := time.Since(start); el > 5*time.Second {
-			t.Errorf("%v: took %s", args, el)
-		}
 	}
 }

@@ -45,49 +45,6 @@ func TestValidateCreateCounts(t *testing.T) {
 	}
 }
 
-func TestParseCompression(t *testing.T) {
-	for _, s := range []string{"none", "gzip", "snappy", "lz4", "zstd", "ZSTD"} {
-		if _, err := parseCompression(s); err != nil {
-			t.Errorf("%s: %v", s, err)
-		}
-	}
-	if _, err := parseCompression("brotli"); err == nil {
-		t.Error("brotli: want error")
-	}
-}
-
-func TestParseAcks(t *testing.T) {
-	for in, want := range map[string]kgo.Acks{
-		"-1": kgo.AllISRAcks(), "all": kgo.AllISRAcks(),
-		"1": kgo.LeaderAck(), "0": kgo.NoAck(),
-	} {
-		got, err := parseAcks(in)
-		if err != nil || got != want {
-			t.Errorf("%s: got %v, %v", in, got, err)
-		}
-	}
-	if _, err := parseAcks("2"); err == nil {
-		t.Error("2: want error")
-	}
-}
-
-func TestParseOffset(t *testing.T) {
-	for _, s := range []string{"start", "end", "0", "42", "oldest", "newest"} {
-		if _, err := parseOffset(s); err != nil {
-			t.Errorf("%s: %v", s, err)
-		}
-	}
-	for _, s := range []string{"", "-1", "x", "1.5"} {
-		if _, err := parseOffset(s); err == nil {
-			t.Errorf("%q: want error", s)
-		}
-	}
-	got, _ := parseOffset("42")
-	if got.EpochOffset().Offset != 42 {
-		t.Errorf("42 parsed as %v", got)
-	}
-}
-
 func TestParseIsolation(t *testing.T) {
 	if l, err := parseIsolation("read_committed"); err != nil || l != kgo.ReadCommitted() {
 		t.Errorf("read_committed: %v %v", l, err)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
 )
 
 type produceOptions struct {
@@ -23,7 +25,7 @@ type produceOptions struct {
 	acks        string
 }
 
-func newProduceCommand(g *globalOptions) *cobra.Command {
+func newProduceCommand(g *cli.Options) *cobra.Command {
 	o := &produceOptions{}
 	cmd := &cobra.Command{
 		Use:   "produce TOPIC",
@@ -38,11 +40,11 @@ func newProduceCommand(g *globalOptions) *cobra.Command {
 			"  weirctl produce orders --value hello -p 0 --acks 1 --compression zstd",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			codec, err := parseCompression(o.compression)
+			codec, err := cli.ParseCompression(o.compression)
 			if err != nil {
 				return err
 			}
-			acks, err := parseAcks(o.acks)
+			acks, err := cli.ParseAcks(o.acks)
 			if err != nil {
 				return err
 			}
@@ -59,12 +61,12 @@ func newProduceCommand(g *globalOptions) *cobra.Command {
 				// so both inputs get identical record semantics.
 				in = strings.NewReader(o.value + "\n")
 			}
-			opts := g.producerOpts(codec, acks)
+			opts := g.ProducerOpts(codec, acks)
 			opts = append(opts, kgo.DefaultProduceTopic(args[0]))
 			if o.partition >= 0 {
 				opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 			}
-			cl, err := g.newClient(opts...)
+			cl, err := g.NewClient(opts...)
 			if err != nil {
 				return err
 			}
@@ -79,54 +81,6 @@ func newProduceCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.compression, "compression", "none", "batch compression: none, gzip, snappy, lz4, zstd")
 	f.StringVar(&o.acks, "acks", "-1", "required acks: -1 (all), 1 (leader), 0 (none)")
 	return cmd
-}
-
-// producerOpts is shared with bench so that both measure the same client
-// configuration for the same flags.
-func (g *globalOptions) producerOpts(codec kgo.CompressionCodec, acks kgo.Acks) []kgo.Opt {
-	// franz-go refuses record timeouts under a second; a shorter --timeout
-	// still bounds the request itself.
-	recordTimeout := max(g.timeout, time.Second)
-	opts := []kgo.Opt{
-		kgo.ProducerBatchCompression(codec),
-		kgo.RequiredAcks(acks),
-		kgo.RecordDeliveryTimeout(recordTimeout),
-		kgo.ProduceRequestTimeout(max(g.timeout, 100*time.Millisecond)),
-	}
-	// Idempotence requires acks=all; franz-go rejects the combination
-	// otherwise, so weaker acks imply plain (non-idempotent) writes.
-	if acks != kgo.AllISRAcks() {
-		opts = append(opts, kgo.DisableIdempotentWrite())
-	}
-	return opts
-}
-
-func parseCompression(s string) (kgo.CompressionCodec, error) {
-	switch strings.ToLower(s) {
-	case "none", "":
-		return kgo.NoCompression(), nil
-	case "gzip":
-		return kgo.GzipCompression(), nil
-	case "snappy":
-		return kgo.SnappyCompression(), nil
-	case "lz4":
-		return kgo.Lz4Compression(), nil
-	case "zstd":
-		return kgo.ZstdCompression(), nil
-	}
-	return kgo.NoCompression(), fmt.Errorf("--compression must be one of none, gzip, snappy, lz4, zstd; got %q", s)
-}
-
-func parseAcks(s string) (kgo.Acks, error) {
-	switch strings.ToLower(s) {
-	case "-1", "all":
-		return kgo.AllISRAcks(), nil
-	case "1", "leader":
-		return kgo.LeaderAck(), nil
-	case "0", "none":
-		return kgo.NoAck(), nil
-	}
-	return kgo.AllISRAcks(), fmt.Errorf("--acks must be -1 (all), 1 or 0; got %q", s)
 }
 
 const maxShownRecordErrors = 10
@@ -202,7 +156,7 @@ func trimEOL(b []byte) []byte {
 	return bytes.TrimSuffix(b, []byte("\r"))
 }
 
-func produceLines(ctx context.Context, g *globalOptions, cl *kgo.Client, in io.Reader, out, errOut io.Writer, key []byte, partition int32, acks kgo.Acks) error {
+func produceLines(ctx context.Context, g *cli.Options, cl *kgo.Client, in io.Reader, out, errOut io.Writer, key []byte, partition int32, acks kgo.Acks) error {
 	var (
 		failMu   sync.Mutex
 		failed   int
@@ -215,8 +169,8 @@ func produceLines(ctx context.Context, g *globalOptions, cl *kgo.Client, in io.R
 			return
 		}
 		switch {
-		case g.format != formatTable:
-			writeErr = writeStreamDocument(out, g.format, r)
+		case g.Format != cli.FormatTable:
+			writeErr = cli.WriteStreamDocument(out, g.Format, r)
 		case r.Error != "":
 			// A dead broker fails every record the same way; a wall of
 			// identical lines would bury the summary error.
@@ -256,8 +210,8 @@ loop:
 					res.Offset = -1
 				}
 				if err != nil {
-					res.Error = kafkaErrName(err)
-					res.ErrorMessage = kafkaErrDetail(err, "")
+					res.Error = cli.KafkaErrName(err)
+					res.ErrorMessage = cli.KafkaErrDetail(err, "")
 					res.Partition, res.Offset = -1, -1
 					failMu.Lock()
 					failed++
@@ -273,10 +227,10 @@ loop:
 
 	// Flush even after Ctrl-C: records already handed to the client should
 	// get a definite outcome printed rather than vanish silently.
-	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(g.timeout, time.Second)+time.Second)
+	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(g.Timeout, time.Second)+time.Second)
 	defer cancel()
 	if err := cl.Flush(flushCtx); err != nil {
-		return g.describeCallErr("flushing records", err)
+		return g.DescribeCallErr("flushing records", err)
 	}
 
 	select {
@@ -293,7 +247,7 @@ loop:
 	failMu.Lock()
 	defer failMu.Unlock()
 	if failed > 0 {
-		return fmt.Errorf("%d of %d records failed; first error: %s", failed, n, statusCell(firstErr, ""))
+		return fmt.Errorf("%d of %d records failed; first error: %s", failed, n, cli.StatusCell(firstErr, ""))
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted after %d records", n)

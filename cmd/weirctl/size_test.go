@@ -1,6 +1,8 @@
 package main
 
-import "testing"
+import (
+	"testing"
+)
 
 func TestParseByteSize(t *testing.T) {
 	for in, want := range map[string]int64{

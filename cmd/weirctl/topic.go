@@ -10,9 +10,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
 )
 
-func newTopicCommand(g *globalOptions) *cobra.Command {
+func newTopicCommand(g *cli.Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "topic",
 		Short: "Create, list, describe and delete topics",
@@ -24,22 +26,6 @@ func newTopicCommand(g *globalOptions) *cobra.Command {
 		newTopicDeleteCommand(g),
 	)
 	return cmd
-}
-
-// withAdmin runs fn with an admin client whose context and server-side
-// timeouts both come from --timeout, so the broker gives up on e.g. a slow
-// CreateTopics at the same moment the CLI would.
-func (g *globalOptions) withAdmin(ctx context.Context, fn func(context.Context, *kadm.Client) error) error {
-	cl, err := g.newClient()
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	adm.SetTimeoutMillis(int32(g.timeout.Milliseconds()))
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
-	return fn(ctx, adm)
 }
 
 type topicCreateOptions struct {
@@ -61,7 +47,7 @@ type topicResult struct {
 	ErrorMessage string `json:"error_message,omitempty"`
 }
 
-func newTopicCreateCommand(g *globalOptions) *cobra.Command {
+func newTopicCreateCommand(g *cli.Options) *cobra.Command {
 	o := &topicCreateOptions{}
 	cmd := &cobra.Command{
 		Use:   "create NAME...",
@@ -78,16 +64,16 @@ func newTopicCreateCommand(g *globalOptions) *cobra.Command {
 			if err := validateCreateCounts(o.partitions, o.replicas); err != nil {
 				return err
 			}
-			return g.withAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
+			return g.WithAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
 				create := adm.CreateTopics
 				if o.dryRun {
 					create = adm.ValidateCreateTopics
 				}
 				resps, err := create(ctx, o.partitions, o.replicas, configs, args...)
 				if err != nil {
-					return g.describeCallErr("create topics", err)
+					return g.DescribeCallErr("create topics", err)
 				}
-				return printCreateResults(cmd.OutOrStdout(), g.format, args, resps, o.dryRun)
+				return printCreateResults(cmd.OutOrStdout(), g.Format, args, resps, o.dryRun)
 			})
 		},
 	}
@@ -142,10 +128,10 @@ func printCreateResults(w io.Writer, format string, names []string, resps kadm.C
 			res.Error = "MISSING_RESPONSE"
 			res.ErrorMessage = "broker did not answer for this topic"
 		case r.Err != nil:
-			res.Error = kafkaErrName(r.Err)
-			res.ErrorMessage = kafkaErrDetail(r.Err, r.ErrMessage)
+			res.Error = cli.KafkaErrName(r.Err)
+			res.ErrorMessage = cli.KafkaErrDetail(r.Err, r.ErrMessage)
 		default:
-			res.ID = formatTopicID(r.ID)
+			res.ID = cli.FormatTopicID(r.ID)
 			res.Partitions = r.NumPartitions
 			res.Replicas = r.ReplicationFactor
 		}
@@ -164,10 +150,10 @@ func printCreateResults(w io.Writer, format string, names []string, resps kadm.C
 }
 
 func emitTopicResults(w io.Writer, format string, results []topicResult, dry bool) error {
-	if format != formatTable {
-		return writeDocument(w, format, results)
+	if format != cli.FormatTable {
+		return cli.WriteDocument(w, format, results)
 	}
-	t := newTable("TOPIC", "STATUS")
+	t := cli.NewTable("TOPIC", "STATUS")
 	for _, r := range results {
 		status := "OK"
 		if r.Error != "" {
@@ -178,9 +164,9 @@ func emitTopicResults(w io.Writer, format string, results []topicResult, dry boo
 		} else if dry {
 			status = "OK (dry run, not created)"
 		}
-		t.row(r.Topic, status)
+		t.Row(r.Topic, status)
 	}
-	return t.write(w)
+	return t.Write(w)
 }
 
 // topicSummary is the JSON shape of one line of `topic list`.
@@ -192,7 +178,7 @@ type topicSummary struct {
 	Internal   bool   `json:"internal,omitempty"`
 }
 
-func newTopicListCommand(g *globalOptions) *cobra.Command {
+func newTopicListCommand(g *cli.Options) *cobra.Command {
 	var internal bool
 	cmd := &cobra.Command{
 		Use:     "list",
@@ -200,16 +186,16 @@ func newTopicListCommand(g *globalOptions) *cobra.Command {
 		Short:   "List topics",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.withAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
+			return g.WithAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
 				list := adm.ListTopics
 				if internal {
 					list = adm.ListTopicsWithInternal
 				}
 				details, err := list(ctx)
 				if err != nil {
-					return g.describeCallErr("list topics", err)
+					return g.DescribeCallErr("list topics", err)
 				}
-				return printTopicList(cmd.OutOrStdout(), g.format, details)
+				return printTopicList(cmd.OutOrStdout(), g.Format, details)
 			})
 		},
 	}
@@ -222,26 +208,26 @@ func printTopicList(w io.Writer, format string, details kadm.TopicDetails) error
 	var loadErrs []string
 	for _, d := range details.Sorted() {
 		if d.Err != nil {
-			loadErrs = append(loadErrs, d.Topic+": "+kafkaErrName(d.Err))
+			loadErrs = append(loadErrs, d.Topic+": "+cli.KafkaErrName(d.Err))
 			continue
 		}
 		summaries = append(summaries, topicSummary{
 			Name:       d.Topic,
 			Partitions: len(d.Partitions),
 			Replicas:   d.Partitions.NumReplicas(),
-			ID:         formatTopicID(d.ID),
+			ID:         cli.FormatTopicID(d.ID),
 			Internal:   d.IsInternal,
 		})
 	}
 	var err error
-	if format != formatTable {
-		err = writeDocument(w, format, summaries)
+	if format != cli.FormatTable {
+		err = cli.WriteDocument(w, format, summaries)
 	} else {
-		t := newTable("NAME", "PARTITIONS", "REPLICAS", "ID")
+		t := cli.NewTable("NAME", "PARTITIONS", "REPLICAS", "ID")
 		for _, s := range summaries {
-			t.row(s.Name, s.Partitions, s.Replicas, s.ID)
+			t.Row(s.Name, s.Partitions, s.Replicas, s.ID)
 		}
-		err = t.write(w)
+		err = t.Write(w)
 	}
 	if err != nil {
 		return err
@@ -278,59 +264,59 @@ type topicDescription struct {
 	Configs    []configInfo    `json:"configs"`
 }
 
-func newTopicDescribeCommand(g *globalOptions) *cobra.Command {
+func newTopicDescribeCommand(g *cli.Options) *cobra.Command {
 	return &cobra.Command{
 		Use:     "describe NAME",
 		Aliases: []string{"info"},
 		Short:   "Show a topic's partitions, offsets and configs",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
+			return g.WithAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
 				desc, err := describeTopic(ctx, g, adm, args[0])
 				if err != nil {
 					return err
 				}
-				return printTopicDescription(cmd.OutOrStdout(), g.format, desc)
+				return printTopicDescription(cmd.OutOrStdout(), g.Format, desc)
 			})
 		},
 	}
 }
 
-func describeTopic(ctx context.Context, g *globalOptions, adm *kadm.Client, name string) (*topicDescription, error) {
+func describeTopic(ctx context.Context, g *cli.Options, adm *kadm.Client, name string) (*topicDescription, error) {
 	details, err := adm.ListTopicsWithInternal(ctx, name)
 	if err != nil {
-		return nil, g.describeCallErr("describe "+name, err)
+		return nil, g.DescribeCallErr("describe "+name, err)
 	}
 	d, ok := details[name]
 	if !ok {
 		return nil, fmt.Errorf("describe %s: broker returned no metadata for it", name)
 	}
 	if d.Err != nil {
-		return nil, fmt.Errorf("describe %s: %s", name, statusCell(d.Err, ""))
+		return nil, fmt.Errorf("describe %s: %s", name, cli.StatusCell(d.Err, ""))
 	}
 	starts, err := adm.ListStartOffsets(ctx, name)
 	if err != nil {
-		return nil, g.describeCallErr("list log start offsets", err)
+		return nil, g.DescribeCallErr("list log start offsets", err)
 	}
 	ends, err := adm.ListEndOffsets(ctx, name)
 	if err != nil {
-		return nil, g.describeCallErr("list high watermarks", err)
+		return nil, g.DescribeCallErr("list high watermarks", err)
 	}
 	rcs, err := adm.DescribeTopicConfigs(ctx, name)
 	if err != nil {
-		return nil, g.describeCallErr("describe configs", err)
+		return nil, g.DescribeCallErr("describe configs", err)
 	}
 	rc, err := rcs.On(name, nil)
 	if err != nil {
-		return nil, fmt.Errorf("describe configs of %s: %s", name, statusCell(err, ""))
+		return nil, fmt.Errorf("describe configs of %s: %s", name, cli.StatusCell(err, ""))
 	}
 	if rc.Err != nil {
-		return nil, fmt.Errorf("describe configs of %s: %s", name, statusCell(rc.Err, rc.ErrMessage))
+		return nil, fmt.Errorf("describe configs of %s: %s", name, cli.StatusCell(rc.Err, rc.ErrMessage))
 	}
 
 	desc := &topicDescription{
 		Name:       name,
-		ID:         formatTopicID(d.ID),
+		ID:         cli.FormatTopicID(d.ID),
 		Internal:   d.IsInternal,
 		Partitions: []partitionInfo{},
 		Configs:    []configInfo{},
@@ -347,18 +333,18 @@ func describeTopic(ctx context.Context, g *globalOptions, adm *kadm.Client, name
 		}
 		var errs []string
 		if p.Err != nil {
-			errs = append(errs, kafkaErrName(p.Err))
+			errs = append(errs, cli.KafkaErrName(p.Err))
 		}
 		if o, ok := starts.Lookup(name, p.Partition); ok {
 			if o.Err != nil {
-				errs = append(errs, "log start: "+kafkaErrName(o.Err))
+				errs = append(errs, "log start: "+cli.KafkaErrName(o.Err))
 			} else {
 				pi.LogStartOffset = o.Offset
 			}
 		}
 		if o, ok := ends.Lookup(name, p.Partition); ok {
 			if o.Err != nil {
-				errs = append(errs, "high watermark: "+kafkaErrName(o.Err))
+				errs = append(errs, "high watermark: "+cli.KafkaErrName(o.Err))
 			} else {
 				pi.HighWatermark = o.Offset
 			}
@@ -407,32 +393,32 @@ func configSourceName(s kmsg.ConfigSource) string {
 }
 
 func printTopicDescription(w io.Writer, format string, d *topicDescription) error {
-	if format != formatTable {
-		return writeDocument(w, format, d)
+	if format != cli.FormatTable {
+		return cli.WriteDocument(w, format, d)
 	}
-	summary := newTable()
-	summary.row("NAME", d.Name)
-	summary.row("ID", d.ID)
-	summary.row("INTERNAL", d.Internal)
-	summary.row("PARTITIONS", len(d.Partitions))
+	summary := cli.NewTable()
+	summary.Row("NAME", d.Name)
+	summary.Row("ID", d.ID)
+	summary.Row("INTERNAL", d.Internal)
+	summary.Row("PARTITIONS", len(d.Partitions))
 	if len(d.Partitions) > 0 {
-		summary.row("REPLICAS", len(d.Partitions[0].Replicas))
+		summary.Row("REPLICAS", len(d.Partitions[0].Replicas))
 	}
-	if err := summary.write(w); err != nil {
+	if err := summary.Write(w); err != nil {
 		return err
 	}
 
 	fmt.Fprintln(w)
-	parts := newTable("PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "LOG-START-OFFSET", "HIGH-WATERMARK", "ERROR")
+	parts := cli.NewTable("PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "LOG-START-OFFSET", "HIGH-WATERMARK", "ERROR")
 	for _, p := range d.Partitions {
-		parts.row(p.Partition, p.Leader, p.LeaderEpoch, p.Replicas, p.ISR, p.LogStartOffset, p.HighWatermark, p.Error)
+		parts.Row(p.Partition, p.Leader, p.LeaderEpoch, p.Replicas, p.ISR, p.LogStartOffset, p.HighWatermark, p.Error)
 	}
-	if err := parts.write(w); err != nil {
+	if err := parts.Write(w); err != nil {
 		return err
 	}
 
 	fmt.Fprintln(w)
-	cfgs := newTable("CONFIG", "VALUE", "SOURCE")
+	cfgs := cli.NewTable("CONFIG", "VALUE", "SOURCE")
 	for _, c := range d.Configs {
 		v := "<null>"
 		switch {
@@ -441,24 +427,24 @@ func printTopicDescription(w io.Writer, format string, d *topicDescription) erro
 		case c.Value != nil:
 			v = *c.Value
 		}
-		cfgs.row(c.Name, v, c.Source)
+		cfgs.Row(c.Name, v, c.Source)
 	}
-	return cfgs.write(w)
+	return cfgs.Write(w)
 }
 
-func newTopicDeleteCommand(g *globalOptions) *cobra.Command {
+func newTopicDeleteCommand(g *cli.Options) *cobra.Command {
 	return &cobra.Command{
 		Use:     "delete NAME...",
 		Aliases: []string{"rm"},
 		Short:   "Delete topics",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
+			return g.WithAdmin(cmd.Context(), func(ctx context.Context, adm *kadm.Client) error {
 				resps, err := adm.DeleteTopics(ctx, args...)
 				if err != nil {
-					return g.describeCallErr("delete topics", err)
+					return g.DescribeCallErr("delete topics", err)
 				}
-				return printDeleteResults(cmd.OutOrStdout(), g.format, args, resps)
+				return printDeleteResults(cmd.OutOrStdout(), g.Format, args, resps)
 			})
 		},
 	}
@@ -475,10 +461,10 @@ func printDeleteResults(w io.Writer, format string, names []string, resps kadm.D
 			res.Error = "MISSING_RESPONSE"
 			res.ErrorMessage = "broker did not answer for this topic"
 		case r.Err != nil:
-			res.Error = kafkaErrName(r.Err)
-			res.ErrorMessage = kafkaErrDetail(r.Err, r.ErrMessage)
+			res.Error = cli.KafkaErrName(r.Err)
+			res.ErrorMessage = cli.KafkaErrDetail(r.Err, r.ErrMessage)
 		default:
-			res.ID = formatTopicID(r.ID)
+			res.ID = cli.FormatTopicID(r.ID)
 		}
 		if res.Error != "" {
 			failed++
