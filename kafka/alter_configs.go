@@ -81,7 +81,7 @@ func (s *Server) handleAlterConfigs(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, ops []broker.ConfigOp, replace, validateOnly bool) error {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
-		t := s.broker.Topic(name)
+		t := s.topics.Topic(name)
 		if t == nil {
 			return fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, name)
 		}
@@ -96,7 +96,7 @@ func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, ops []b
 				}
 			}
 		}
-		return s.broker.AlterTopicConfig(name, ops, validateOnly)
+		return s.topicAdmin.AlterTopicConfig(name, ops, validateOnly)
 	case kmsg.ConfigResourceTypeBroker:
 		return s.alterClusterProperties(name, ops, replace, validateOnly)
 	default:

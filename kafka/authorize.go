@@ -15,8 +15,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/weir-broker/weir/broker"
 )
 
 // clusterResourceName is the one name the CLUSTER resource has in ACLs.
@@ -31,7 +29,7 @@ const operationsNotRequested = math.MinInt32
 // and host only when it is, so with it off every check is a bool test and
 // the produce and fetch paths allocate nothing for it.
 type requestAuthorizer struct {
-	broker    *broker.Broker
+	security  security
 	logger    *slog.Logger
 	enabled   bool
 	principal string
@@ -40,7 +38,7 @@ type requestAuthorizer struct {
 
 // authorizer returns the checks for the request being handled.
 func (c *clientConn) authorizer() requestAuthorizer {
-	a := requestAuthorizer{broker: c.s.broker, logger: c.logger, enabled: c.s.broker.AuthorizationEnabled()}
+	a := requestAuthorizer{security: c.s.security, logger: c.logger, enabled: c.s.security.AuthorizationEnabled()}
 	if a.enabled {
 		a.principal, a.host = c.principal(), c.remoteHost()
 	}
@@ -53,7 +51,7 @@ func (a *requestAuthorizer) allowed(op kmsg.ACLOperation, rt kmsg.ACLResourceTyp
 	if !a.enabled {
 		return true
 	}
-	if a.broker.Authorize(a.principal, a.host, op, rt, name) {
+	if a.security.Authorize(a.principal, a.host, op, rt, name) {
 		return true
 	}
 	// Kafka's authorizer logs denials too: the client usually only
@@ -69,7 +67,7 @@ func (a *requestAuthorizer) allowed(op kmsg.ACLOperation, rt kmsg.ACLResourceTyp
 // refuses nothing: it falls back to another check, or leaves a resource
 // out of a listing (Kafka's logIfDenied=false).
 func (a *requestAuthorizer) allowedQuietly(op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
-	return !a.enabled || a.broker.Authorize(a.principal, a.host, op, rt, name)
+	return !a.enabled || a.security.Authorize(a.principal, a.host, op, rt, name)
 }
 
 func (a *requestAuthorizer) topic(op kmsg.ACLOperation, name string) bool {
@@ -88,7 +86,7 @@ func (a *requestAuthorizer) cluster(op kmsg.ACLOperation) bool {
 // or not, by Kafka's authorizeByResourceType rule; quiet, since callers
 // fall back to another check.
 func (a *requestAuthorizer) someTopic(op kmsg.ACLOperation) bool {
-	return !a.enabled || a.broker.AuthorizeByResourceType(a.principal, a.host, op, kmsg.ACLResourceTypeTopic)
+	return !a.enabled || a.security.AuthorizeByResourceType(a.principal, a.host, op, kmsg.ACLResourceTypeTopic)
 }
 
 func (a *requestAuthorizer) topicQuietly(op kmsg.ACLOperation, name string) bool {

@@ -79,7 +79,7 @@ func TestRequestAuthorizerOperations(t *testing.T) {
 	)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	as := func(principal string, enabled bool) requestAuthorizer {
-		return requestAuthorizer{broker: b, logger: logger, enabled: enabled, principal: principal, host: "127.0.0.1"}
+		return requestAuthorizer{security: b, logger: logger, enabled: enabled, principal: principal, host: "127.0.0.1"}
 	}
 	topic, cluster := kmsg.ACLResourceTypeTopic, kmsg.ACLResourceTypeCluster
 	off := as("User:alice", false)

@@ -78,10 +78,10 @@ func propertyName(name string) string {
 // checkBrokerResource accepts a BROKER resource name that is the cluster
 // default ("") or this broker's id.
 func (s *Server) checkBrokerResource(name string) error {
-	if name == "" || name == strconv.Itoa(int(s.broker.NodeID())) {
+	if name == "" || name == strconv.Itoa(int(s.cluster.NodeID())) {
 		return nil
 	}
-	return fmt.Errorf("%w: broker %q is not this broker (%d)", kerr.InvalidRequest, name, s.broker.NodeID())
+	return fmt.Errorf("%w: broker %q is not this broker (%d)", kerr.InvalidRequest, name, s.cluster.NodeID())
 }
 
 // clusterPropertyEntries is every cluster property, by weir name, plus
@@ -126,7 +126,7 @@ func (s *Server) alterClusterProperties(name string, ops []broker.ConfigOp, repl
 	if name != "" {
 		return fmt.Errorf("%w: broker %q: weir's broker configs are cluster-wide; alter the cluster default (the BROKER resource with an empty name, kafka-configs --entity-default)", kerr.InvalidRequest, name)
 	}
-	props := s.broker.Properties()
+	props := s.props.Properties()
 	reg := props.Registry()
 	changes := make([]broker.PropertyChange, 0, len(ops))
 	named := map[string]bool{}
@@ -167,5 +167,5 @@ func (s *Server) alterClusterProperties(name string, ops []broker.ConfigOp, repl
 			}
 		}
 	}
-	return s.broker.AlterClusterProperties(changes, validateOnly)
+	return s.props.AlterClusterProperties(changes, validateOnly)
 }

@@ -34,7 +34,7 @@ func (s *Server) handleCreateAcls(c *clientConn, kreq kmsg.Request) (kmsg.Respon
 			bindings[i] = controller.ACLBinding{ResourceType: cr.ResourceType, ResourceName: cr.ResourceName, PatternType: cr.ResourcePatternType,
 				Principal: cr.Principal, Host: cr.Host, Operation: cr.Operation, Permission: cr.PermissionType}
 		}
-		errs = s.broker.CreateACLs(bindings)
+		errs = s.security.CreateACLs(bindings)
 	}
 	for _, err := range errs {
 		r := kmsg.NewCreateACLsResponseResult()

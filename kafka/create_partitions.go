@@ -36,7 +36,7 @@ func (s *Server) handleCreatePartitions(c *clientConn, kreq kmsg.Request) (kmsg.
 		case len(rt.Assignment) > 0:
 			err = fmt.Errorf("%w: manual replica assignment is not supported", kerr.InvalidRequest)
 		default:
-			err = s.broker.CreatePartitions(rt.Topic, rt.Count, req.ValidateOnly)
+			err = s.topicAdmin.CreatePartitions(rt.Topic, rt.Count, req.ValidateOnly)
 		}
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = rt.Topic

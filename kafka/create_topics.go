@@ -68,7 +68,7 @@ func (s *Server) handleCreateTopics(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 			resp.Topics = append(resp.Topics, st)
 			continue
 		}
-		for _, e := range s.broker.TopicConfig(t) {
+		for _, e := range s.topics.TopicConfig(t) {
 			value := e.Value
 			sc := kmsg.NewCreateTopicsResponseTopicConfig()
 			sc.Name, sc.Value, sc.ReadOnly, sc.Source, sc.IsSensitive = e.Name, &value, e.ReadOnly, int8(e.Source), e.Sensitive
@@ -97,7 +97,7 @@ func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, duplicate, valida
 		}
 		configs[cfg.Name] = *cfg.Value
 	}
-	return s.broker.CreateTopic(broker.CreateTopicRequest{
+	return s.topicAdmin.CreateTopic(broker.CreateTopicRequest{
 		Name: rt.Topic, Partitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor,
 		Configs: configs, ValidateOnly: validateOnly, Timeout: timeout,
 	})

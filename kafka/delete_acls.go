@@ -34,7 +34,7 @@ func (s *Server) handleDeleteAcls(c *clientConn, kreq kmsg.Request) (kmsg.Respon
 		for i, f := range req.Filters {
 			filters[i] = aclFilter(f.ResourceType, f.ResourceName, f.ResourcePatternType, f.Principal, f.Host, f.Operation, f.PermissionType)
 		}
-		deletions = s.broker.DeleteACLs(filters)
+		deletions = s.security.DeleteACLs(filters)
 	}
 	for _, d := range deletions {
 		r := kmsg.NewDeleteACLsResponseResult()

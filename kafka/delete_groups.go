@@ -16,14 +16,14 @@ func (s *Server) handleDeleteGroups(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 	req := kreq.(*kmsg.DeleteGroupsRequest)
 	auth := c.authorizer()
 	if !auth.enabled {
-		return s.broker.Groups().DeleteGroups(req), nil
+		return s.groups.Groups().DeleteGroups(req), nil
 	}
 	permitted := *req
 	var allowed []bool
 	permitted.Groups, allowed = partitionAllowed(req.Groups, func(id *string) bool {
 		return auth.group(kmsg.ACLOperationDelete, *id)
 	})
-	deleted := s.broker.Groups().DeleteGroups(&permitted)
+	deleted := s.groups.Groups().DeleteGroups(&permitted)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	next := 0
 	for i, id := range req.Groups {

@@ -37,7 +37,7 @@ func (s *Server) handleDeleteRecords(c *clientConn, kreq kmsg.Request) (kmsg.Res
 	for _, rt := range req.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
-		t := s.broker.Topic(rt.Topic)
+		t := s.topics.Topic(rt.Topic)
 		topicErr := kerr.UnknownTopicOrPartition.Code
 		if !auth.topic(kmsg.ACLOperationDelete, rt.Topic) {
 			t, topicErr = nil, kerr.TopicAuthorizationFailed.Code
@@ -50,7 +50,7 @@ func (s *Server) handleDeleteRecords(c *clientConn, kreq kmsg.Request) (kmsg.Res
 			} else if p, err := t.LeaderPartition(rp.Partition, -1); err != nil {
 				sp.ErrorCode = errorCode(err)
 			} else {
-				low, err := s.broker.DeleteRecords(ctx, p, rp.Offset)
+				low, err := s.topicAdmin.DeleteRecords(ctx, p, rp.Offset)
 				sp.ErrorCode, sp.LowWatermark = errorCode(err), low
 			}
 			st.Partitions = append(st.Partitions, sp)

@@ -41,7 +41,7 @@ func (s *Server) handleDeleteTopics(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 		var err error
 		switch {
 		case rt.Topic != nil:
-			t := s.broker.Topic(*rt.Topic)
+			t := s.topics.Topic(*rt.Topic)
 			switch {
 			case !mayDescribe(*rt.Topic), t != nil && !mayDelete(*rt.Topic):
 				err = kerr.TopicAuthorizationFailed
@@ -49,10 +49,10 @@ func (s *Server) handleDeleteTopics(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 				if t != nil {
 					st.TopicID = t.ID
 				}
-				err = s.broker.DeleteTopic(*rt.Topic)
+				err = s.topicAdmin.DeleteTopic(*rt.Topic)
 			}
 		case rt.TopicID != [16]byte{}:
-			if t := s.broker.TopicByID(controller.TopicID(rt.TopicID)); t != nil && !mayDelete(t.Name) {
+			if t := s.topics.TopicByID(controller.TopicID(rt.TopicID)); t != nil && !mayDelete(t.Name) {
 				err = kerr.TopicAuthorizationFailed
 				if auth.topicQuietly(kmsg.ACLOperationDescribe, t.Name) {
 					st.Topic = kmsg.StringPtr(t.Name)
@@ -60,7 +60,7 @@ func (s *Server) handleDeleteTopics(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 				break
 			}
 			var name string
-			name, err = s.broker.DeleteTopicByID(controller.TopicID(rt.TopicID))
+			name, err = s.topicAdmin.DeleteTopicByID(controller.TopicID(rt.TopicID))
 			if err == nil {
 				st.Topic = &name
 			}

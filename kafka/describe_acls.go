@@ -32,7 +32,7 @@ func (s *Server) handleDescribeAcls(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
 		return resp, nil
 	}
-	bindings, err := s.broker.DescribeACLs(aclFilter(req.ResourceType, req.ResourceName, req.ResourcePatternType,
+	bindings, err := s.security.DescribeACLs(aclFilter(req.ResourceType, req.ResourceName, req.ResourcePatternType,
 		req.Principal, req.Host, req.Operation, req.PermissionType))
 	if err != nil {
 		err = wireError(err)

@@ -27,8 +27,8 @@ func (s *Server) handleDescribeCluster(c *clientConn, kreq kmsg.Request) (kmsg.R
 		return resp, nil
 	}
 	resp.EndpointType = 1
-	resp.ClusterID = s.broker.ClusterID()
-	resp.ControllerID = s.broker.ControllerID()
+	resp.ClusterID = s.cluster.ClusterID()
+	resp.ControllerID = s.cluster.ControllerID()
 	if req.IncludeClusterAuthorizedOperations {
 		auth := c.authorizer()
 		resp.ClusterAuthorizedOperations = 0

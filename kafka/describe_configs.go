@@ -89,16 +89,16 @@ func describedConfig(e broker.ConfigEntry, req *kmsg.DescribeConfigsRequest) kms
 func (s *Server) describeResource(typ kmsg.ConfigResourceType, name string, names []string) ([]broker.ConfigEntry, error) {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
-		t := s.broker.Topic(name)
+		t := s.topics.Topic(name)
 		if t == nil {
 			return nil, fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, name)
 		}
-		return s.broker.TopicConfig(t), nil
+		return s.topics.TopicConfig(t), nil
 	case kmsg.ConfigResourceTypeBroker:
 		if err := s.checkBrokerResource(name); err != nil {
 			return nil, err
 		}
-		return clusterPropertyEntries(s.broker.Properties(), names), nil
+		return clusterPropertyEntries(s.props.Properties(), names), nil
 	default:
 		return nil, fmt.Errorf("%w: resource type %d is not supported", kerr.InvalidRequest, typ)
 	}

@@ -21,14 +21,14 @@ func (s *Server) handleDescribeGroups(c *clientConn, kreq kmsg.Request) (kmsg.Re
 	req := kreq.(*kmsg.DescribeGroupsRequest)
 	auth := c.authorizer()
 	if !auth.enabled && !req.IncludeAuthorizedOperations {
-		return s.broker.Groups().DescribeGroups(req), nil
+		return s.groups.Groups().DescribeGroups(req), nil
 	}
 	permitted := *req
 	var allowed []bool
 	permitted.Groups, allowed = partitionAllowed(req.Groups, func(id *string) bool {
 		return auth.group(kmsg.ACLOperationDescribe, *id)
 	})
-	described := s.broker.Groups().DescribeGroups(&permitted)
+	described := s.groups.Groups().DescribeGroups(&permitted)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	next := 0
 	for i, id := range req.Groups {

@@ -2,6 +2,12 @@
 // with a maximum request size, request headers, and one file per API that
 // turns a kmsg request into calls on the broker and a kmsg response.
 //
+// Handlers reach the broker through the small interfaces of domain.go, one
+// per family (cluster view, topic catalog, topic admin, records, groups,
+// cluster properties, security), declared here where they are used:
+// *broker.Broker implements them all, and a handler's test can run it
+// against fakes of the families it uses.
+//
 // Each API file opens with the versions it serves and how it behaves; the
 // table in apis.go is the single list of supported APIs and version
 // ranges, and ApiVersions is built from it.

@@ -71,7 +71,7 @@ func (s *Server) handleFetch(c *clientConn, kreq kmsg.Request) (kmsg.Response, e
 	}
 	auth := c.authorizer()
 	plan := c.fetchPlan(req, &auth)
-	s.broker.Fetch(c.ctx, &plan.req, plan.results)
+	s.records.Fetch(c.ctx, &plan.req, plan.results)
 
 	resp.Topics = resize(resp.Topics, len(req.Topics))
 	i := 0
@@ -182,7 +182,7 @@ func (s *Server) fetchLeaderHint(c *clientConn, t *broker.Topic, sp *kmsg.FetchR
 	if t == nil {
 		return
 	}
-	leader, epoch, ok := s.broker.LeaderHint(t, sp.Partition)
+	leader, epoch, ok := s.cluster.LeaderHint(t, sp.Partition)
 	if !ok {
 		return
 	}
@@ -225,7 +225,7 @@ func (c *clientConn) fetchPlan(req *kmsg.FetchRequest, auth *requestAuthorizer) 
 		p.req.RackID = req.Rack
 	}
 	p.req.Partitions = p.req.Partitions[:0]
-	b := c.s.broker
+	b := c.s.topics
 	// A fetch from a replica needs CLUSTER_ACTION instead of READ on its
 	// topics, as in Kafka; weir's replicas follow through Raft, so this is
 	// a tool posing as one.

@@ -37,7 +37,7 @@ func (s *Server) handleFindCoordinator(c *clientConn, kreq kmsg.Request) (kmsg.R
 		case !auth.group(kmsg.ACLOperationDescribe, key):
 			code = kerr.GroupAuthorizationFailed.Code
 		default:
-			bi, err := s.broker.GroupCoordinator(key)
+			bi, err := s.cluster.GroupCoordinator(key)
 			if err != nil {
 				code = errorCode(err)
 				break

@@ -21,5 +21,5 @@ func (s *Server) handleHeartbeat(c *clientConn, kreq kmsg.Request) (kmsg.Respons
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp, nil
 	}
-	return s.broker.Groups().Heartbeat(req), nil
+	return s.groups.Groups().Heartbeat(req), nil
 }

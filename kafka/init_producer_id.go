@@ -37,7 +37,7 @@ func (s *Server) handleInitProducerID(c *clientConn, kreq kmsg.Request) (kmsg.Re
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	}
-	id, epoch, err := s.broker.InitProducerID()
+	id, epoch, err := s.records.InitProducerID()
 	if err != nil {
 		resp.ErrorCode = errorCode(err)
 		return resp, nil

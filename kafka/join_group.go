@@ -34,7 +34,7 @@ func (s *Server) handleJoinGroup(c *clientConn, kreq kmsg.Request) (kmsg.Respons
 		resp.ErrorCode, resp.Generation = kerr.GroupAuthorizationFailed.Code, -1
 		return resp, nil
 	}
-	resp := s.broker.Groups().JoinGroup(c.ctx, req, c.client())
+	resp := s.groups.Groups().JoinGroup(c.ctx, req, c.client())
 	if resp == nil {
 		return nil, errConnClosing
 	}

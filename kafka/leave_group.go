@@ -21,5 +21,5 @@ func (s *Server) handleLeaveGroup(c *clientConn, kreq kmsg.Request) (kmsg.Respon
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp, nil
 	}
-	return s.broker.Groups().LeaveGroup(req), nil
+	return s.groups.Groups().LeaveGroup(req), nil
 }

@@ -15,7 +15,7 @@ import (
 )
 
 func (s *Server) handleListGroups(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
-	resp := s.broker.Groups().ListGroups(kreq.(*kmsg.ListGroupsRequest))
+	resp := s.groups.Groups().ListGroups(kreq.(*kmsg.ListGroupsRequest))
 	auth := c.authorizer()
 	if auth.clusterQuietly(kmsg.ACLOperationDescribe) {
 		return resp, nil

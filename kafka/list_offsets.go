@@ -33,7 +33,7 @@ func (s *Server) handleListOffsets(c *clientConn, kreq kmsg.Request) (kmsg.Respo
 		rt := &req.Topics[i]
 		st := &resp.Topics[i]
 		st.Topic = rt.Topic
-		t := s.broker.Topic(rt.Topic)
+		t := s.topics.Topic(rt.Topic)
 		topicErr := kerr.UnknownTopicOrPartition.Code
 		if !auth.topic(kmsg.ACLOperationDescribe, rt.Topic) {
 			t, topicErr = nil, kerr.TopicAuthorizationFailed.Code
@@ -56,7 +56,7 @@ func (s *Server) handleListOffsets(c *clientConn, kreq kmsg.Request) (kmsg.Respo
 				sp.ErrorCode = errorCode(err)
 				continue
 			}
-			off, ts, leaderEpoch, err := s.broker.ListOffset(p, rp.Timestamp, req.IsolationLevel)
+			off, ts, leaderEpoch, err := s.records.ListOffset(p, rp.Timestamp, req.IsolationLevel)
 			sp.ErrorCode, sp.Offset, sp.Timestamp, sp.LeaderEpoch = errorCode(err), off, ts, leaderEpoch
 		}
 	}

@@ -44,11 +44,10 @@ import (
 func (s *Server) handleMetadata(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	b := s.broker
 	resp.Brokers = s.liveBrokers(c)
-	clusterID := b.ClusterID()
+	clusterID := s.cluster.ClusterID()
 	resp.ClusterID = &clusterID
-	resp.ControllerID = b.ControllerID()
+	resp.ControllerID = s.cluster.ControllerID()
 
 	auth := c.authorizer()
 	// The cluster's authorized operations moved to DescribeCluster in v11.
@@ -60,7 +59,7 @@ func (s *Server) handleMetadata(c *clientConn, kreq kmsg.Request) (kmsg.Response
 	}
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
-		for _, t := range b.Topics() {
+		for _, t := range s.topics.Topics() {
 			// Left out, as if they did not exist.
 			if auth.topicQuietly(kmsg.ACLOperationDescribe, t.Name) {
 				resp.Topics = append(resp.Topics, s.topicMetadata(t))
@@ -86,7 +85,7 @@ func (s *Server) handleMetadata(c *clientConn, kreq kmsg.Request) (kmsg.Response
 
 // requestedTopicMetadata answers one topic the request names.
 func (s *Server) requestedTopicMetadata(auth *requestAuthorizer, rt kmsg.MetadataRequestTopic, autoCreate bool) kmsg.MetadataResponseTopic {
-	b := s.broker
+	b := s.topics
 	var t *broker.Topic
 	var err error
 	switch {
@@ -113,7 +112,7 @@ func (s *Server) requestedTopicMetadata(auth *requestAuthorizer, rt kmsg.Metadat
 			err = kerr.UnknownTopicOrPartition
 			switch {
 			case !autoCreate:
-			case b.Properties().Bool("auto_create_topics_enabled") && !auth.mayCreateTopic(*rt.Topic):
+			case s.props.Properties().Bool("auto_create_topics_enabled") && !auth.mayCreateTopic(*rt.Topic):
 				err = kerr.TopicAuthorizationFailed
 			default:
 				t, err = b.AutoCreate(*rt.Topic)
@@ -133,7 +132,7 @@ func (s *Server) requestedTopicMetadata(auth *requestAuthorizer, rt kmsg.Metadat
 // liveBrokers lists every live broker of the cluster that has c's
 // listener, at its address on that listener.
 func (s *Server) liveBrokers(c *clientConn) []kmsg.MetadataResponseBroker {
-	live := s.broker.LiveBrokers()
+	live := s.cluster.LiveBrokers()
 	if len(live) == 0 { // not registered yet: at least this broker
 		return []kmsg.MetadataResponseBroker{s.brokerEntry(c)}
 	}
@@ -152,7 +151,7 @@ func (s *Server) liveBrokers(c *clientConn) []kmsg.MetadataResponseBroker {
 // rather than a leader id the response's broker list does not hold.
 func (s *Server) markLeadersWithoutListener(c *clientConn, resp *kmsg.MetadataResponse) {
 	var missing map[int32]bool
-	for _, bi := range s.broker.LiveBrokers() {
+	for _, bi := range s.cluster.LiveBrokers() {
 		if _, ok := c.reachable(bi); !ok {
 			if missing == nil {
 				missing = map[int32]bool{}
@@ -193,8 +192,8 @@ func (s *Server) brokerEntry(c *clientConn) kmsg.MetadataResponseBroker {
 	host, portStr, _ := net.SplitHostPort(c.listener.AdvertisedAddr)
 	port, _ := strconv.Atoi(portStr)
 	e := kmsg.NewMetadataResponseBroker()
-	e.NodeID, e.Host, e.Port = s.broker.NodeID(), host, int32(port)
-	if rack := s.broker.Node().Rack; rack != "" {
+	e.NodeID, e.Host, e.Port = s.cluster.NodeID(), host, int32(port)
+	if rack := s.cluster.Node().Rack; rack != "" {
 		e.Rack = &rack
 	}
 	return e
@@ -204,7 +203,7 @@ func (s *Server) topicMetadata(t *broker.Topic) kmsg.MetadataResponseTopic {
 	name := t.Name
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic, mt.TopicID, mt.IsInternal = &name, t.ID, t.Internal()
-	for _, p := range s.broker.PartitionInfos(t) {
+	for _, p := range s.cluster.PartitionInfos(t) {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition, mp.Leader, mp.LeaderEpoch = p.Partition, p.Leader, p.LeaderEpoch
 		mp.Replicas, mp.ISR, mp.OfflineReplicas = p.Replicas, p.ISR, p.Offline

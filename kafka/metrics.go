@@ -21,7 +21,7 @@ type metrics struct {
 	topics      *topicTraffic
 }
 
-func newMetrics(reg prometheus.Registerer, b *broker.Broker, pool *memory.Pool) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, topics topicCatalog, pool *memory.Pool) (*metrics, error) {
 	m := &metrics{
 		connections: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "weir_kafka_connections", Help: "Open Kafka client connections."}),
@@ -34,7 +34,7 @@ func newMetrics(reg prometheus.Registerer, b *broker.Broker, pool *memory.Pool) 
 			Name: "weir_kafka_request_bytes_total", Help: "Bytes of Kafka requests read."}),
 		bytesOut: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "weir_kafka_response_bytes_total", Help: "Bytes of Kafka responses written."}),
-		topics: newTopicTraffic(b),
+		topics: newTopicTraffic(topics),
 	}
 	if reg == nil {
 		return m, nil
@@ -71,7 +71,7 @@ func newMetrics(reg prometheus.Registerer, b *broker.Broker, pool *memory.Pool) 
 // *Topic with the same name), drops out of the map then, so its series
 // disappear with it and two series never share a name.
 type topicTraffic struct {
-	broker  *broker.Broker
+	topics  topicCatalog
 	byTopic sync.Map // *broker.Topic -> *topicCounters
 
 	bytesIn, bytesOut, recordsIn *prometheus.Desc
@@ -81,10 +81,10 @@ type topicCounters struct {
 	bytesIn, bytesOut, recordsIn atomic.Uint64
 }
 
-func newTopicTraffic(b *broker.Broker) *topicTraffic {
+func newTopicTraffic(topics topicCatalog) *topicTraffic {
 	labels := []string{"topic"}
 	return &topicTraffic{
-		broker: b,
+		topics: topics,
 		bytesIn: prometheus.NewDesc("weir_kafka_topic_bytes_in_total",
 			"Bytes of record batches accepted by Produce for the topic (retries of an idempotent batch included).", labels, nil),
 		bytesOut: prometheus.NewDesc("weir_kafka_topic_bytes_out_total",
@@ -125,7 +125,7 @@ func (tt *topicTraffic) Describe(ch chan<- *prometheus.Desc) {
 func (tt *topicTraffic) Collect(ch chan<- prometheus.Metric) {
 	tt.byTopic.Range(func(k, v any) bool {
 		t := k.(*broker.Topic)
-		if tt.broker.Topic(t.Name) != t {
+		if tt.topics.Topic(t.Name) != t {
 			tt.byTopic.Delete(t)
 			return true
 		}

@@ -29,7 +29,7 @@ func (s *Server) handleOffsetCommit(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 	req := kreq.(*kmsg.OffsetCommitRequest)
 	auth := c.authorizer()
 	if !auth.enabled {
-		return s.broker.Groups().OffsetCommit(req), nil
+		return s.groups.Groups().OffsetCommit(req), nil
 	}
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	if !auth.group(kmsg.ACLOperationRead, req.Group) {
@@ -45,7 +45,7 @@ func (s *Server) handleOffsetCommit(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 	})
 	var committed []kmsg.OffsetCommitResponseTopic
 	if len(permitted.Topics) > 0 {
-		committed = s.broker.Groups().OffsetCommit(&permitted).Topics
+		committed = s.groups.Groups().OffsetCommit(&permitted).Topics
 	}
 	next := 0
 	for i, rt := range req.Topics {

@@ -21,7 +21,7 @@ func (s *Server) handleOffsetDelete(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 	req := kreq.(*kmsg.OffsetDeleteRequest)
 	auth := c.authorizer()
 	if !auth.enabled {
-		return s.broker.Groups().OffsetDelete(req), nil
+		return s.groups.Groups().OffsetDelete(req), nil
 	}
 	if !auth.group(kmsg.ACLOperationDelete, req.Group) {
 		resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
@@ -33,7 +33,7 @@ func (s *Server) handleOffsetDelete(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 	permitted.Topics, allowed = partitionAllowed(req.Topics, func(rt *kmsg.OffsetDeleteRequestTopic) bool {
 		return auth.topic(kmsg.ACLOperationRead, rt.Topic)
 	})
-	deleted := s.broker.Groups().OffsetDelete(&permitted)
+	deleted := s.groups.Groups().OffsetDelete(&permitted)
 	if deleted.ErrorCode != 0 {
 		return deleted, nil
 	}

@@ -22,7 +22,7 @@ func (s *Server) handleOffsetFetch(c *clientConn, kreq kmsg.Request) (kmsg.Respo
 	req := kreq.(*kmsg.OffsetFetchRequest)
 	auth := c.authorizer()
 	if !auth.enabled {
-		return s.broker.Groups().OffsetFetch(req), nil
+		return s.groups.Groups().OffsetFetch(req), nil
 	}
 	if req.Version >= 8 {
 		return s.offsetFetchGroups(&auth, req), nil
@@ -38,7 +38,7 @@ func (s *Server) handleOffsetFetch(c *clientConn, kreq kmsg.Request) (kmsg.Respo
 		return resp, nil
 	}
 	if req.Topics == nil {
-		fetched := s.broker.Groups().OffsetFetch(req)
+		fetched := s.groups.Groups().OffsetFetch(req)
 		visible := fetched.Topics[:0]
 		for _, t := range fetched.Topics {
 			if auth.topicQuietly(kmsg.ACLOperationDescribe, t.Topic) {
@@ -56,7 +56,7 @@ func (s *Server) handleOffsetFetch(c *clientConn, kreq kmsg.Request) (kmsg.Respo
 	if permitted.Topics == nil {
 		permitted.Topics = []kmsg.OffsetFetchRequestTopic{} // none, not all
 	}
-	fetched := s.broker.Groups().OffsetFetch(&permitted)
+	fetched := s.groups.Groups().OffsetFetch(&permitted)
 	if fetched.ErrorCode != 0 {
 		return fetched, nil
 	}
@@ -97,7 +97,7 @@ func (s *Server) offsetFetchGroups(auth *requestAuthorizer, req *kmsg.OffsetFetc
 		}
 		permitted.Groups = append(permitted.Groups, rg)
 	}
-	fetched := s.broker.Groups().OffsetFetch(&permitted)
+	fetched := s.groups.Groups().OffsetFetch(&permitted)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	next := 0
 	for i, rg := range req.Groups {

@@ -52,7 +52,7 @@ func (s *Server) handleOffsetForLeaderEpoch(c *clientConn, kreq kmsg.Request) (k
 		st := &resp.Topics[i]
 		*st = kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
-		t := s.broker.Topic(rt.Topic)
+		t := s.topics.Topic(rt.Topic)
 		topicErr := kerr.UnknownTopicOrPartition.Code
 		if !anyTopic && !auth.topic(kmsg.ACLOperationDescribe, rt.Topic) {
 			t, topicErr = nil, kerr.TopicAuthorizationFailed.Code

@@ -91,7 +91,7 @@ func (s *Server) startProduce(c *clientConn, req *kmsg.ProduceRequest) (*kmsg.Pr
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		name, topicErr := rt.Topic, reqErr
 		if topicErr == nil && version >= 13 {
-			if t := s.broker.TopicByID(controller.TopicID(rt.TopicID)); t != nil {
+			if t := s.topics.TopicByID(controller.TopicID(rt.TopicID)); t != nil {
 				name = t.Name
 			} else {
 				topicErr = kerr.UnknownTopicID
@@ -110,7 +110,7 @@ func (s *Server) startProduce(c *clientConn, req *kmsg.ProduceRequest) (*kmsg.Pr
 				s.produceFailed(c, version, name, sp, topicErr)
 				continue
 			}
-			pending, err := s.broker.StartProduce(ctx, name, rp.Partition, rp.Records, opts)
+			pending, err := s.records.StartProduce(ctx, name, rp.Partition, rp.Records, opts)
 			if err != nil {
 				s.produceFailed(c, version, name, sp, err)
 				continue
@@ -155,7 +155,7 @@ func (s *Server) authorizeProduce(auth *requestAuthorizer, topic string) error {
 	if !auth.topic(kmsg.ACLOperationWrite, topic) {
 		return kerr.TopicAuthorizationFailed
 	}
-	if s.broker.Topic(topic) == nil && !auth.mayCreateTopic(topic) {
+	if s.topics.Topic(topic) == nil && !auth.mayCreateTopic(topic) {
 		return kerr.UnknownTopicOrPartition
 	}
 	return nil
@@ -182,7 +182,7 @@ func (s *Server) awaitProduce(ctx context.Context, c *clientConn, version int16,
 		return
 	}
 	j.resp.BaseOffset, j.resp.LogAppendTime, j.resp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
-	if t := s.broker.Topic(j.name); t != nil {
+	if t := s.topics.Topic(j.name); t != nil {
 		s.metrics.topics.produced(t, j.bytes, j.records)
 	}
 }
@@ -193,8 +193,8 @@ func (s *Server) produceFailed(c *clientConn, version int16, topic string, sp *k
 		sp.ErrorMessage = errorMessage(err)
 	}
 	if version >= 10 && sp.ErrorCode == kerr.NotLeaderForPartition.Code {
-		if t := s.broker.Topic(topic); t != nil {
-			if leader, epoch, ok := s.broker.LeaderHint(t, sp.Partition); ok {
+		if t := s.topics.Topic(topic); t != nil {
+			if leader, epoch, ok := s.cluster.LeaderHint(t, sp.Partition); ok {
 				sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = leader.NodeID, epoch
 			}
 		}
@@ -212,7 +212,7 @@ func (s *Server) addLeaderEndpoints(c *clientConn, resp *kmsg.ProduceResponse) {
 				continue
 			}
 			seen[id] = true
-			if info, ok := s.broker.Broker(id); ok {
+			if info, ok := s.cluster.Broker(id); ok {
 				if info, ok = c.reachable(info); !ok {
 					continue // no endpoint on this listener
 				}

@@ -116,14 +116,14 @@ func (s *Server) handleSaslAuthenticate(c *clientConn, kreq kmsg.Request) (kmsg.
 // the cluster's SCRAM credentials.
 func (s *Server) newSASLServer(mechanism string) (sasl.Server, error) {
 	if mechanism == config.MechanismPlain {
-		return sasl.NewPlainServer(s.broker.VerifyPassword), nil
+		return sasl.NewPlainServer(s.security.VerifyPassword), nil
 	}
 	return sasl.NewScramServer(mechanism, s.scramLookup(mechanism), nil, sasl.WithDecoyKey(s.saslDecoyKey[:]))
 }
 
 func (s *Server) scramLookup(mechanism string) func(string) (scram.Credential, bool) {
 	return func(user string) (scram.Credential, bool) {
-		c, ok := s.broker.ScramCredential(user, mechanism)
+		c, ok := s.security.ScramCredential(user, mechanism)
 		return c.Credential, ok
 	}
 }

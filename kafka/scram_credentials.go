@@ -61,7 +61,7 @@ func (s *Server) handleDescribeUserScramCredentials(c *clientConn, kreq kmsg.Req
 	}
 	byUser := map[string][]kmsg.DescribeUserSCRAMCredentialsResponseResultCredentialInfo{}
 	var users []string
-	for _, cred := range s.broker.ScramCredentials() {
+	for _, cred := range s.security.ScramCredentials() {
 		if _, seen := byUser[cred.User]; !seen {
 			users = append(users, cred.User)
 		}
@@ -169,7 +169,7 @@ func (s *Server) handleAlterUserScramCredentials(c *clientConn, kreq kmsg.Reques
 			err = fmt.Errorf("%w: username must not be empty", kerr.UnacceptableCredential)
 		default:
 			if err = twice(d.Name, mech); err == nil {
-				if _, ok := s.broker.ScramCredential(d.Name, mech); !ok {
+				if _, ok := s.security.ScramCredential(d.Name, mech); !ok {
 					err = fmt.Errorf("%w: attempt to delete a user credential that does not exist", kerr.ResourceNotFound)
 				}
 			}
@@ -215,7 +215,7 @@ func (s *Server) handleAlterUserScramCredentials(c *clientConn, kreq kmsg.Reques
 	}
 	var applyErr error
 	if len(okDels)+len(okUps) > 0 {
-		applyErr = s.broker.AlterScramCredentials(okDels, okUps)
+		applyErr = s.security.AlterScramCredentials(okDels, okUps)
 	}
 	for _, user := range order {
 		r := kmsg.NewAlterUserSCRAMCredentialsResponseResult()

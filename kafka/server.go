@@ -53,7 +53,7 @@ const DefaultQueuedMaxRequestBytes = 256 << 20
 
 // Server serves the Kafka protocol for one broker.
 type Server struct {
-	broker  *broker.Broker
+	domain
 	opts    Options
 	logger  *slog.Logger
 	apis    apiTable
@@ -103,11 +103,11 @@ func NewServer(b *broker.Broker, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("advertised address %q: %w", opts.AdvertisedAddr, err)
 		}
 	}
-	s := &Server{broker: b, opts: opts, logger: opts.Logger, conns: map[*clientConn]struct{}{},
+	s := &Server{domain: domainOf(b), opts: opts, logger: opts.Logger, conns: map[*clientConn]struct{}{},
 		pool: memory.NewPool(opts.QueuedMaxRequestBytes), saslDecoyKey: newDecoyKey()}
 	s.reloads, s.stopReloads = context.WithCancel(context.Background())
 	s.optionsListener = listenerOfOptions(opts)
-	m, err := newMetrics(opts.Registerer, b, s.pool)
+	m, err := newMetrics(opts.Registerer, s.topics, s.pool)
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ func (s *Server) handleSyncGroup(c *clientConn, kreq kmsg.Request) (kmsg.Respons
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp, nil
 	}
-	resp := s.broker.Groups().SyncGroup(c.ctx, req)
+	resp := s.groups.Groups().SyncGroup(c.ctx, req)
 	if resp == nil {
 		return nil, errConnClosing
 	}
