@@ -506,7 +506,19 @@ func (s *State) ApplyEntry(index uint64, e Entry) Result {
 // Check runs an entry against the current state without applying it: the
 // answer Apply would give now. For validate-only requests and for
 // proposers that want to refuse early; the log still decides.
+//
+// The entry goes through the log's encoding first, so that the dry run
+// sees what Apply would: the encoding does not carry everything a
+// command struct can hold (an empty list and a missing one read the
+// same).
 func (s *State) Check(e Entry) Result {
+	data, err := Encode(e)
+	if err != nil {
+		return Result{Err: decodeError(err)}
+	}
+	if e, err = Decode(data); err != nil {
+		return Result{Err: decodeError(err)}
+	}
 	cur := s.view.Load()
 	_, r := apply(&s.opts, cur, cur.index+1, e)
 	r.Index = 0

@@ -541,3 +541,26 @@ func TestWaitIndexAndSubscribe(t *testing.T) {
 		t.Fatalf("seen %v types %v", seen, types)
 	}
 }
+
+// Check answers as Apply will: it sees the entry as the log carries it.
+// An empty ISR is not carried (the log cannot tell it from none), so a
+// report with one changes nothing in the log; a dry run that took the
+// struct as it was would have answered that it does.
+func TestCheckAnswersAsApply(t *testing.T) {
+	h := newHarness(t)
+	h.register(3, 1)
+	h.ok(CreateTopic{Name: "t", ID: topicID(1), Partitions: 1, ReplicationFactor: 3})
+	p := h.s.View().Topic("t").Partitions[0]
+	report := func(isr []int32) ReportLeader {
+		return ReportLeader{TopicID: topicID(1), Partition: 0, Leader: p.Replicas[0], LeaderEpoch: 1, Term: 1, ISR: isr}
+	}
+	h.ok(report(p.Replicas))
+	for _, isr := range [][]int32{{}, nil, p.Replicas, p.Replicas[:2]} {
+		e := Entry{TimeMs: h.now, Cmd: report(isr)}
+		checked := h.s.Check(e)
+		applied := h.apply(report(isr))
+		if checked.Changed != applied.Changed || (checked.Err == nil) != (applied.Err == nil) {
+			t.Fatalf("ISR %#v: Check answered changed=%v err=%v, Apply changed=%v err=%v", isr, checked.Changed, checked.Err, applied.Changed, applied.Err)
+		}
+	}
+}
