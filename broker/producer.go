@@ -51,6 +51,9 @@ func (e *producerEntry) find(first, last int32) (producerBatch, bool) {
 // has none, has it rebuilt from the log's batch headers.
 type producerTable struct {
 	m map[int64]*producerEntry
+	// encoded is encode's answer until the next record: a checkpoint of
+	// an idle partition (every retention pass) encodes nothing.
+	encoded string
 }
 
 func nextSeq(s int32) int32 {
@@ -104,6 +107,7 @@ func (t *producerTable) record(h log.BatchHeader) {
 	if t.m == nil {
 		t.m = map[int64]*producerEntry{}
 	}
+	t.encoded = ""
 	e := t.m[h.ProducerID]
 	if e == nil || h.ProducerEpoch != e.epoch {
 		e = &producerEntry{epoch: h.ProducerEpoch}
@@ -167,6 +171,9 @@ type producerRecord struct {
 // at a restart would append a retry the others answer as a duplicate,
 // and from then on give every batch other offsets.
 func (t *producerTable) encode() string {
+	if t.encoded != "" {
+		return t.encoded
+	}
 	ids := make([]int64, 0, len(t.m))
 	for id := range t.m {
 		ids = append(ids, id)
@@ -183,7 +190,8 @@ func (t *producerTable) encode() string {
 		recs = append(recs, r)
 	}
 	data, _ := json.Marshal(recs) // plain values: cannot fail
-	return string(data)
+	t.encoded = string(data)
+	return t.encoded
 }
 
 // decodeProducerTable reads what encode wrote.
