@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -11,7 +12,25 @@ import (
 
 	"github.com/weir-broker/weir/broker/acl"
 	"github.com/weir-broker/weir/broker/controller"
+	"github.com/weir-broker/weir/config"
 )
+
+// Security is the broker's authorization and its users: the authorizer
+// built from the controller's ACLs and the superusers property, ACL and
+// SCRAM credential changes through the controller (scram.go), and the
+// password check SASL PLAIN and the admin API share. The Broker composes
+// it; what it needs of the rest of the broker it is handed.
+type Security struct {
+	props   *config.Values
+	view    func() *controller.View // the controller's latest applied view
+	propose func(controller.Command) (controller.Result, error)
+	logger  *slog.Logger
+	authz   authorizerCache
+}
+
+func newSecurity(props *config.Values, view func() *controller.View, propose func(controller.Command) (controller.Result, error), logger *slog.Logger) Security {
+	return Security{props: props, view: view, propose: propose, logger: logger}
+}
 
 // authorizerCache keeps the authorizer built from the controller's ACLs
 // and the superusers property, rebuilt when either changes: a broker
@@ -29,64 +48,61 @@ type cachedAuthorizer struct {
 }
 
 // authorizer returns the authorizer for the current ACLs and superusers.
-func (b *Broker) authorizer() *acl.Authorizer {
-	superusers := b.props.String("superusers")
-	aclsIndex := b.aclView().ACLsIndex()
-	if c := b.authz.current.Load(); c != nil && c.aclsIndex == aclsIndex && c.superusers == superusers {
+func (s *Security) authorizer() *acl.Authorizer {
+	superusers := s.props.String("superusers")
+	aclsIndex := s.view().ACLsIndex()
+	if c := s.authz.current.Load(); c != nil && c.aclsIndex == aclsIndex && c.superusers == superusers {
 		return c.authz
 	}
-	b.authz.buildMu.Lock()
-	defer b.authz.buildMu.Unlock()
-	view := b.aclView()
-	if c := b.authz.current.Load(); c != nil && c.aclsIndex == view.ACLsIndex() && c.superusers == superusers {
+	s.authz.buildMu.Lock()
+	defer s.authz.buildMu.Unlock()
+	view := s.view()
+	if c := s.authz.current.Load(); c != nil && c.aclsIndex == view.ACLsIndex() && c.superusers == superusers {
 		return c.authz
 	}
 	c := &cachedAuthorizer{aclsIndex: view.ACLsIndex(), superusers: superusers,
 		authz: acl.New(view.ACLs(), acl.ParseSuperusers(superusers))}
-	b.authz.current.Store(c)
+	s.authz.current.Store(c)
 	return c.authz
 }
 
-// aclView is the controller view ACLs are read from.
-func (b *Broker) aclView() *controller.View { return b.ctrl.state.View() }
-
 // AuthorizationEnabled reports whether Kafka requests are checked against
 // the ACLs (kafka_enable_authorization).
-func (b *Broker) AuthorizationEnabled() bool {
-	return b.props.Bool("kafka_enable_authorization")
+func (s *Security) AuthorizationEnabled() bool {
+	return s.props.Bool("kafka_enable_authorization")
 }
 
 // Superuser reports whether principal ("User:alice") is named by the
 // superusers property, as "User:alice" or as "alice".
-func (b *Broker) Superuser(principal string) bool {
-	return b.authorizer().Superuser(principal)
+func (s *Security) Superuser(principal string) bool {
+	return s.authorizer().Superuser(principal)
 }
 
 // Authorize reports whether principal, connecting from host, may perform
 // op on the resource of type rt called name. Everything is allowed while
 // authorization is off, and to superusers; otherwise the ACLs decide
 // (see package acl).
-func (b *Broker) Authorize(principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
-	if !b.AuthorizationEnabled() {
+func (s *Security) Authorize(principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
+	if !s.AuthorizationEnabled() {
 		return true
 	}
-	return b.authorizer().Authorize(principal, host, op, rt, name)
+	return s.authorizer().Authorize(principal, host, op, rt, name)
 }
 
 // AuthorizeByResourceType reports whether principal, from host, may
 // perform op on some resource of type rt, existing or not (Kafka's
 // authorizeByResourceType: InitProducerId asks it for WRITE on topics).
-func (b *Broker) AuthorizeByResourceType(principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType) bool {
-	if !b.AuthorizationEnabled() {
+func (s *Security) AuthorizeByResourceType(principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType) bool {
+	if !s.AuthorizationEnabled() {
 		return true
 	}
-	return b.authorizer().AuthorizeByResourceType(principal, host, op, rt)
+	return s.authorizer().AuthorizeByResourceType(principal, host, op, rt)
 }
 
 // CreateACLs stores bindings through the controller and returns one error
 // per binding, nil for each one stored (or already there). Invalid
 // bindings get INVALID_REQUEST and do not stop the others, as in Kafka.
-func (b *Broker) CreateACLs(bindings []controller.ACLBinding) []error {
+func (s *Security) CreateACLs(bindings []controller.ACLBinding) []error {
 	errs := make([]error, len(bindings))
 	var valid []controller.ACLBinding
 	var validAt []int
@@ -102,13 +118,13 @@ func (b *Broker) CreateACLs(bindings []controller.ACLBinding) []error {
 	if len(valid) == 0 {
 		return errs
 	}
-	if _, err := b.propose(controller.CreateACLs{Bindings: valid}); err != nil {
+	if _, err := s.propose(controller.CreateACLs{Bindings: valid}); err != nil {
 		for _, i := range validAt {
 			errs[i] = err
 		}
 		return errs
 	}
-	b.logger.Info("created ACLs", "count", len(valid))
+	s.logger.Info("created ACLs", "count", len(valid))
 	return errs
 }
 
@@ -138,7 +154,7 @@ type ACLDeletion struct {
 // DeleteACLs removes the bindings each filter matches, through the
 // controller. An invalid filter gets INVALID_REQUEST and does not stop
 // the others.
-func (b *Broker) DeleteACLs(filters []controller.ACLFilter) []ACLDeletion {
+func (s *Security) DeleteACLs(filters []controller.ACLFilter) []ACLDeletion {
 	out := make([]ACLDeletion, len(filters))
 	var valid []controller.ACLFilter
 	var validAt []int
@@ -151,7 +167,7 @@ func (b *Broker) DeleteACLs(filters []controller.ACLFilter) []ACLDeletion {
 	if len(valid) == 0 {
 		return out
 	}
-	res, err := b.propose(controller.DeleteACLs{Filters: valid})
+	res, err := s.propose(controller.DeleteACLs{Filters: valid})
 	if err == nil && len(res.DeletedACLs) != len(valid) {
 		err = errors.New("the controller answered a different number of ACL filters")
 	}
@@ -165,16 +181,16 @@ func (b *Broker) DeleteACLs(filters []controller.ACLFilter) []ACLDeletion {
 		deleted += len(res.DeletedACLs[j])
 	}
 	if err == nil {
-		b.logger.Info("deleted ACLs", "filters", len(valid), "matched", deleted)
+		s.logger.Info("deleted ACLs", "filters", len(valid), "matched", deleted)
 	}
 	return out
 }
 
 // DescribeACLs lists the bindings filter selects, as this broker last
 // applied them.
-func (b *Broker) DescribeACLs(filter controller.ACLFilter) ([]controller.ACLBinding, error) {
+func (s *Security) DescribeACLs(filter controller.ACLFilter) ([]controller.ACLBinding, error) {
 	if err := controller.ValidateACLFilter(filter); err != nil {
 		return nil, err
 	}
-	return b.aclView().MatchingACLs(filter), nil
+	return s.view().MatchingACLs(filter), nil
 }

@@ -67,8 +67,8 @@ type Broker struct {
 	logFS       log.FS
 
 	ctrl *controllerNode
-	// authz is the authorizer for the current ACLs (acl.go).
-	authz authorizerCache
+	// Security is authorization, ACLs and SCRAM users (acl.go, scram.go).
+	Security
 
 	// startProps holds the NeedsRestart properties' values as this
 	// process started with them (see ConfigStatus.Restart).
@@ -129,6 +129,7 @@ func Open(opts Options) (*Broker, error) {
 		byID:        map[controller.TopicID]*Topic{},
 		stop:        make(chan struct{}),
 	}
+	b.Security = newSecurity(props, func() *controller.View { return b.ctrl.state.View() }, b.propose, opts.Logger)
 	fail := func(err error) (*Broker, error) {
 		b.Close()
 		return nil, err

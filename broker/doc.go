@@ -8,6 +8,20 @@
 // returned as *kerr.Error values so that the protocol layer can put their
 // codes on the wire unchanged.
 //
+// # Concerns
+//
+// Broker composes what it holds: Security (authorization, ACLs, SCRAM
+// users; acl.go, scram.go), a Partition per local replica (its log, Raft
+// group, apply, ISR tracking, epochs and checkpoints: partition.go,
+// replica_fsm.go, replication.go, isr.go, epochs.go), the fetch path's
+// read buffers and budget (memory.Reads) and the read coalescer, the
+// group coordinator (broker/group) and the controller's state
+// (broker/controller). The rest of its methods are the topic table
+// (topics.go, reconcile.go), produce (produce.go), fetch planning
+// (fetch.go, follower_fetch.go), cluster membership (cluster.go,
+// cluster_view.go) and properties and the licence (clusterconfig.go,
+// license.go, watch.go).
+//
 // # Lock order
 //
 // A lock may be taken while holding one above it, never one below:

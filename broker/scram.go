@@ -11,21 +11,21 @@ import (
 
 // ScramCredentials lists the cluster's SCRAM credentials, sorted by user
 // and mechanism.
-func (b *Broker) ScramCredentials() []controller.ScramCredential {
-	return b.ctrl.state.View().ScramCredentials()
+func (s *Security) ScramCredentials() []controller.ScramCredential {
+	return s.view().ScramCredentials()
 }
 
 // ScramCredential returns user's credential for mechanism, as the SASL
 // SCRAM exchange needs it.
-func (b *Broker) ScramCredential(user, mechanism string) (controller.ScramCredential, bool) {
-	return b.ctrl.state.View().ScramCredential(user, mechanism)
+func (s *Security) ScramCredential(user, mechanism string) (controller.ScramCredential, bool) {
+	return s.view().ScramCredential(user, mechanism)
 }
 
 // AlterScramCredentials deletes and upserts credentials through the
 // controller, all or nothing; it returns once this broker has applied
 // the change.
-func (b *Broker) AlterScramCredentials(deletions []controller.ScramCredentialKey, upsertions []controller.ScramCredential) error {
-	_, err := b.propose(controller.AlterScramCredentials{Deletions: deletions, Upsertions: upsertions})
+func (s *Security) AlterScramCredentials(deletions []controller.ScramCredentialKey, upsertions []controller.ScramCredential) error {
+	_, err := s.propose(controller.AlterScramCredentials{Deletions: deletions, Upsertions: upsertions})
 	return err
 }
 
@@ -45,9 +45,9 @@ func ScramCredentialFromSaltedPassword(user, mechanism string, iterations int32,
 // credential (SCRAM-SHA-512 first): derived with the stored salt and
 // iterations, the keys must match. SASL PLAIN and the admin API's basic
 // authentication share it, so one set of users serves every entry point.
-func (b *Broker) VerifyPassword(user, password string) bool {
+func (s *Security) VerifyPassword(user, password string) bool {
 	for _, mech := range []string{config.MechanismSCRAMSHA512, config.MechanismSCRAMSHA256} {
-		stored, ok := b.ScramCredential(user, mech)
+		stored, ok := s.ScramCredential(user, mech)
 		if !ok {
 			continue
 		}
