@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -333,26 +332,13 @@ func partStateText(t *testing.T, logName string, p *Partition) string {
 	return b.String()
 }
 
-var partVersionRE = regexp.MustCompile(`^v([0-9]+)\.log$`)
-
 func TestPartitionReplayGolden(t *testing.T) {
 	if *replaytest.WriteGolden {
 		writePartitionGolden(t, newestPartitionReplay)
 	}
-	des, err := os.ReadDir(partReplayDir)
+	versions, err := replaytest.Versions(partReplayDir)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var versions []int
-	for _, de := range des {
-		if m := partVersionRE.FindStringSubmatch(de.Name()); m != nil {
-			v, _ := strconv.Atoi(m[1])
-			versions = append(versions, v)
-		}
-	}
-	sort.Ints(versions)
-	if len(versions) == 0 || versions[0] != 1 {
-		t.Fatalf("%s: want golden logs v1.log and later, found versions %v", partReplayDir, versions)
 	}
 	for _, v := range versions {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) { checkPartitionGolden(t, v) })
@@ -360,8 +346,7 @@ func TestPartitionReplayGolden(t *testing.T) {
 }
 
 func partGoldenPaths(v int) (logPath, resultsPath, statePath string) {
-	base := filepath.Join(partReplayDir, fmt.Sprintf("v%d", v))
-	return base + ".log", base + ".results.txt", base + ".state.txt"
+	return replaytest.Paths(partReplayDir, v, ".state.txt")
 }
 
 func writePartitionGolden(t *testing.T, v int) {

@@ -27,9 +27,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -214,33 +212,13 @@ func resultsText(logName string, outs []entryOutput) string {
 	return b.String()
 }
 
-var versionRE = regexp.MustCompile(`^v([0-9]+)\.log$`)
-
-// goldenLogs lists the versions of the golden logs in dir, oldest first.
-func goldenLogs(t *testing.T, dir string) []int {
-	t.Helper()
-	des, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var vs []int
-	for _, de := range des {
-		if m := versionRE.FindStringSubmatch(de.Name()); m != nil {
-			v, _ := strconv.Atoi(m[1])
-			vs = append(vs, v)
-		}
-	}
-	sort.Ints(vs)
-	return vs
-}
-
 func TestControllerReplayGolden(t *testing.T) {
 	if *replaytest.WriteGolden {
 		writeControllerGolden(t, newestControllerReplay)
 	}
-	versions := goldenLogs(t, replayDir)
-	if len(versions) == 0 || versions[0] != 1 {
-		t.Fatalf("%s: want golden logs v1.log and later, found versions %v", replayDir, versions)
+	versions, err := replaytest.Versions(replayDir)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, v := range versions {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) { checkControllerGolden(t, v) })
@@ -248,8 +226,7 @@ func TestControllerReplayGolden(t *testing.T) {
 }
 
 func goldenPaths(v int) (logPath, resultsPath, snapshotPath string) {
-	base := filepath.Join(replayDir, fmt.Sprintf("v%d", v))
-	return base + ".log", base + ".results.txt", base + ".snapshot"
+	return replaytest.Paths(replayDir, v, ".snapshot")
 }
 
 // writeControllerGolden writes version v's log and expectations, which

@@ -43,6 +43,10 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -236,4 +240,35 @@ func FirstDiff(want, got, header string) (line int, wantLine, gotLine, entry str
 		}
 	}
 	return 0, "", "", "", true
+}
+
+var versionFile = regexp.MustCompile(`^v([0-9]+)\.log$`)
+
+// Versions lists the golden log versions in dir (files vN.log), in order.
+// Every golden directory starts at version 1: a directory whose first
+// is missing, or that has none, is an error.
+func Versions(dir string) ([]int, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var vs []int
+	for _, de := range des {
+		if m := versionFile.FindStringSubmatch(de.Name()); m != nil {
+			v, _ := strconv.Atoi(m[1])
+			vs = append(vs, v)
+		}
+	}
+	sort.Ints(vs)
+	if len(vs) == 0 || vs[0] != 1 {
+		return nil, fmt.Errorf("%s: want golden logs v1.log and later, found versions %v", dir, vs)
+	}
+	return vs, nil
+}
+
+// Paths are version v's files in dir: the log, the expected results and
+// the expected final state (its file name ends in stateSuffix).
+func Paths(dir string, v int, stateSuffix string) (logPath, resultsPath, statePath string) {
+	base := filepath.Join(dir, fmt.Sprintf("v%d", v))
+	return base + ".log", base + ".results.txt", base + stateSuffix
 }
