@@ -111,123 +111,127 @@ func (s *Server) handleAlterUserScramCredentials(c *clientConn, kreq kmsg.Reques
 	req := kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
 	auth := c.authorizer()
+	a := scramAlteration{security: s.security, problem: map[string]error{}, seen: map[[2]string]bool{}}
 	if !auth.cluster(kmsg.ACLOperationAlter) {
-		answered := map[string]bool{}
-		refuse := func(user string) {
-			if answered[user] {
-				return
-			}
-			answered[user] = true
-			r := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
-			r.User, r.ErrorCode = user, kerr.ClusterAuthorizationFailed.Code
-			resp.Results = append(resp.Results, r)
-		}
 		for _, d := range req.Deletions {
-			refuse(d.Name)
+			a.note(d.Name, kerr.ClusterAuthorizationFailed)
 		}
 		for _, u := range req.Upsertions {
-			refuse(u.Name)
+			a.note(u.Name, kerr.ClusterAuthorizationFailed)
 		}
+		resp.Results = a.results(nil)
 		return resp, nil
 	}
-
-	// Every user named, in first-mention order, with the first problem
-	// found among its changes.
-	var order []string
-	problem := map[string]error{}
-	note := func(user string, err error) {
-		if _, seen := problem[user]; !seen {
-			order = append(order, user)
-			problem[user] = nil
-		}
-		if err != nil && problem[user] == nil {
-			problem[user] = err
-		}
-	}
-	seen := map[[2]string]bool{}
-	twice := func(user, mechanism string) error {
-		key := [2]string{user, mechanism}
-		if seen[key] {
-			return fmt.Errorf("%w: a user credential cannot be altered twice in the same request", kerr.DuplicateResource)
-		}
-		seen[key] = true
-		return nil
-	}
-	mechanism := func(code int8) (string, error) {
-		if name, ok := scramMechanisms[code]; ok {
-			return name, nil
-		}
-		return "", fmt.Errorf("%w: unknown SCRAM mechanism %d", kerr.UnsupportedSaslMechanism, code)
-	}
-	var dels []controller.ScramCredentialKey
-	var ups []controller.ScramCredential
 	for _, d := range req.Deletions {
-		mech, err := mechanism(d.Mechanism)
-		switch {
-		case err != nil:
-		case d.Name == "":
-			err = fmt.Errorf("%w: username must not be empty", kerr.UnacceptableCredential)
-		default:
-			if err = twice(d.Name, mech); err == nil {
-				if _, ok := s.security.ScramCredential(d.Name, mech); !ok {
-					err = fmt.Errorf("%w: attempt to delete a user credential that does not exist", kerr.ResourceNotFound)
-				}
-			}
-		}
-		note(d.Name, err)
-		if err == nil {
-			dels = append(dels, controller.ScramCredentialKey{User: d.Name, Mechanism: mech})
-		}
+		a.delete(d)
 	}
 	for _, u := range req.Upsertions {
-		mech, err := mechanism(u.Mechanism)
-		var cred controller.ScramCredential
-		switch {
-		case err != nil:
-		case u.Name == "":
-			err = fmt.Errorf("%w: username must not be empty", kerr.UnacceptableCredential)
-		default:
-			// The salt and the iteration count are checked where the
-			// credential is derived, as the controller checks it again.
-			if err = twice(u.Name, mech); err == nil {
-				cred, err = broker.ScramCredentialFromSaltedPassword(u.Name, mech, u.Iterations, u.Salt, u.SaltedPassword)
-			}
-		}
-		note(u.Name, err)
-		if err == nil {
-			ups = append(ups, cred)
-		}
+		a.upsert(u)
 	}
+	resp.Results = a.results(a.apply())
+	return resp, nil
+}
 
-	// The users without a problem change together (a user with one bad
-	// change keeps all its credentials as they were).
-	var okDels []controller.ScramCredentialKey
-	var okUps []controller.ScramCredential
-	for _, d := range dels {
-		if problem[d.User] == nil {
-			okDels = append(okDels, d)
+// scramAlteration is one AlterUserScramCredentials request being checked
+// and applied: every user named, in first-mention order, with the first
+// problem found among its changes, and the changes that passed.
+type scramAlteration struct {
+	security security
+	order    []string
+	problem  map[string]error
+	seen     map[[2]string]bool // user and mechanism already changed
+	dels     []controller.ScramCredentialKey
+	ups      []controller.ScramCredential
+}
+
+func (a *scramAlteration) note(user string, err error) {
+	if _, seen := a.problem[user]; !seen {
+		a.order = append(a.order, user)
+		a.problem[user] = nil
+	}
+	if err != nil && a.problem[user] == nil {
+		a.problem[user] = err
+	}
+}
+
+// check refuses what Kafka refuses of any change: an unknown mechanism,
+// an empty user name, a second change of one credential.
+func (a *scramAlteration) check(user string, code int8) (mechanism string, err error) {
+	mechanism, ok := scramMechanisms[code]
+	switch {
+	case !ok:
+		return "", fmt.Errorf("%w: unknown SCRAM mechanism %d", kerr.UnsupportedSaslMechanism, code)
+	case user == "":
+		return "", fmt.Errorf("%w: username must not be empty", kerr.UnacceptableCredential)
+	case a.seen[[2]string{user, mechanism}]:
+		return "", fmt.Errorf("%w: a user credential cannot be altered twice in the same request", kerr.DuplicateResource)
+	}
+	a.seen[[2]string{user, mechanism}] = true
+	return mechanism, nil
+}
+
+func (a *scramAlteration) delete(d kmsg.AlterUserSCRAMCredentialsRequestDeletion) {
+	mech, err := a.check(d.Name, d.Mechanism)
+	if err == nil {
+		if _, ok := a.security.ScramCredential(d.Name, mech); !ok {
+			err = fmt.Errorf("%w: attempt to delete a user credential that does not exist", kerr.ResourceNotFound)
 		}
 	}
-	for _, u := range ups {
-		if problem[u.User] == nil {
-			okUps = append(okUps, u)
+	a.note(d.Name, err)
+	if err == nil {
+		a.dels = append(a.dels, controller.ScramCredentialKey{User: d.Name, Mechanism: mech})
+	}
+}
+
+func (a *scramAlteration) upsert(u kmsg.AlterUserSCRAMCredentialsRequestUpsertion) {
+	mech, err := a.check(u.Name, u.Mechanism)
+	var cred controller.ScramCredential
+	if err == nil {
+		// The salt and the iteration count are checked where the
+		// credential is derived, as the controller checks it again.
+		cred, err = broker.ScramCredentialFromSaltedPassword(u.Name, mech, u.Iterations, u.Salt, u.SaltedPassword)
+	}
+	a.note(u.Name, err)
+	if err == nil {
+		a.ups = append(a.ups, cred)
+	}
+}
+
+// apply changes the credentials of the users without a problem, together
+// (a user with one bad change keeps all its credentials as they were).
+func (a *scramAlteration) apply() error {
+	var dels []controller.ScramCredentialKey
+	var ups []controller.ScramCredential
+	for _, d := range a.dels {
+		if a.problem[d.User] == nil {
+			dels = append(dels, d)
 		}
 	}
-	var applyErr error
-	if len(okDels)+len(okUps) > 0 {
-		applyErr = s.security.AlterScramCredentials(okDels, okUps)
+	for _, u := range a.ups {
+		if a.problem[u.User] == nil {
+			ups = append(ups, u)
+		}
 	}
-	for _, user := range order {
+	if len(dels)+len(ups) == 0 {
+		return nil
+	}
+	return a.security.AlterScramCredentials(dels, ups)
+}
+
+// results answers each user with its problem, or applyErr.
+func (a *scramAlteration) results(applyErr error) []kmsg.AlterUserSCRAMCredentialsResponseResult {
+	out := make([]kmsg.AlterUserSCRAMCredentialsResponseResult, 0, len(a.order))
+	for _, user := range a.order {
 		r := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
 		r.User = user
-		err := problem[user]
+		err := a.problem[user]
 		if err == nil {
 			err = applyErr
 		}
 		if err != nil {
 			r.ErrorCode, r.ErrorMessage = errorCode(err), errorMessage(err)
 		}
-		resp.Results = append(resp.Results, r)
+		out = append(out, r)
 	}
-	return resp, nil
+	return out
 }
