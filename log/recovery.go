@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -161,21 +162,11 @@ func (l *Log) recover() error {
 		return err
 	}
 	if resetting {
-		// A Reset committed but may not have finished: redo it. The
-		// segments may be old ones, the new empty one or both; none of
-		// them holds anything the reset log keeps. The log start is
-		// persisted before the marker goes (below), like Reset does.
 		lg.Warn("finishing interrupted reset", "start_offset", resetTo)
-		for _, b := range bases {
-			if err := newSegment(l.fsys, l.dir, b).removeFiles(); err != nil {
-				return err
-			}
-		}
-		bases = nil
-		if err := writeCheckpoint(l.fsys, l.dir, logStartFile, resetTo); err != nil {
+		if err := l.redoReset(bases, resetTo); err != nil {
 			return err
 		}
-		logStart = resetTo
+		bases, logStart = nil, resetTo
 	}
 	// A crash after advancing the log start but before deleting files
 	// leaves segments wholly below it.
@@ -185,57 +176,9 @@ func (l *Log) recover() error {
 	}
 
 	nowMs := l.cfg.Now().UnixMilli()
-	// Only segments recovery rewrote need an fsync before the recovery
-	// point moves; syncing every sealed segment would make Open O(log).
-	var dirty []*segment
-	for i, base := range bases {
-		if i > 0 && base != l.segs[i-1].next {
-			// Offsets must be contiguous across segments: the previous
-			// segment lost its tail (a torn or damaged batch), or this
-			// one outlived a truncation. Segments after a gap are never
-			// part of the log, intact or not.
-			lg.Warn("segment does not continue the previous one; dropping it and later segments",
-				"segment", base, "expected", l.segs[i-1].next)
-			for _, b := range bases[i:] {
-				newSegment(l.fsys, l.dir, b).removeFiles()
-			}
-			break
-		}
-		s := newSegment(l.fsys, l.dir, base)
-		if err := s.openFiles(false); err != nil {
-			return err
-		}
-		l.segs = append(l.segs, s)
-		st, err := s.log.Stat()
-		if err != nil {
-			return err
-		}
-		last := i == len(bases)-1
-		end := int64(-1) // where the next segment begins
-		if !last {
-			end = bases[i+1]
-		}
-		scan := last || bases[i+1] > rp
-		if !scan {
-			if err := s.loadIndexes(st.Size(), end); err != nil {
-				lg.Warn("rebuilding segment indexes", "segment", base, "reason", err)
-				scan = true
-			}
-		}
-		if scan {
-			truncated, err := s.scanAndRebuild(st.Size(), l.cfg.IndexIntervalBytes, end, nowMs)
-			if err != nil {
-				return err
-			}
-			dirty = append(dirty, s)
-			if truncated {
-				// Later segments stay only if this one still ends
-				// where the next begins: then what was cut held no
-				// batch (garbage after the last one), and nothing
-				// that follows depends on it.
-				lg.Warn("truncated corrupt or torn log tail", "segment", base, "valid_bytes", s.size, "file_bytes", st.Size())
-			}
-		}
+	dirty, err := l.openSegments(lg, bases, rp, nowMs)
+	if err != nil {
+		return err
 	}
 
 	// fresh: nothing was here (a new partition). Its empty segment needs
@@ -296,6 +239,78 @@ func (l *Log) recover() error {
 		}
 	}
 	return nil
+}
+
+// redoReset finishes a Reset that committed (its marker is on disk) but
+// may not have finished: the segments may be old ones, the new empty one
+// or both, and none of them holds anything the reset log keeps. The log
+// start is persisted before the marker goes (recover), like Reset does.
+func (l *Log) redoReset(bases []int64, resetTo int64) error {
+	for _, b := range bases {
+		if err := newSegment(l.fsys, l.dir, b).removeFiles(); err != nil {
+			return err
+		}
+	}
+	return writeCheckpoint(l.fsys, l.dir, logStartFile, resetTo)
+}
+
+// openSegments opens the segments at bases into l.segs, in order,
+// validating (and rebuilding the indexes of) the active one and every
+// one past the recovery point rp, and returns the ones it rewrote: only
+// those need an fsync before the recovery point moves (syncing every
+// sealed segment would make Open O(log)).
+func (l *Log) openSegments(lg *slog.Logger, bases []int64, rp, nowMs int64) ([]*segment, error) {
+	var dirty []*segment
+	for i, base := range bases {
+		if i > 0 && base != l.segs[i-1].next {
+			// Offsets must be contiguous across segments: the previous
+			// segment lost its tail (a torn or damaged batch), or this
+			// one outlived a truncation. Segments after a gap are never
+			// part of the log, intact or not.
+			lg.Warn("segment does not continue the previous one; dropping it and later segments",
+				"segment", base, "expected", l.segs[i-1].next)
+			for _, b := range bases[i:] {
+				newSegment(l.fsys, l.dir, b).removeFiles()
+			}
+			break
+		}
+		s := newSegment(l.fsys, l.dir, base)
+		if err := s.openFiles(false); err != nil {
+			return nil, err
+		}
+		l.segs = append(l.segs, s)
+		st, err := s.log.Stat()
+		if err != nil {
+			return nil, err
+		}
+		last := i == len(bases)-1
+		end := int64(-1) // where the next segment begins
+		if !last {
+			end = bases[i+1]
+		}
+		scan := last || bases[i+1] > rp
+		if !scan {
+			if err := s.loadIndexes(st.Size(), end); err != nil {
+				lg.Warn("rebuilding segment indexes", "segment", base, "reason", err)
+				scan = true
+			}
+		}
+		if scan {
+			truncated, err := s.scanAndRebuild(st.Size(), l.cfg.IndexIntervalBytes, end, nowMs)
+			if err != nil {
+				return nil, err
+			}
+			dirty = append(dirty, s)
+			if truncated {
+				// Later segments stay only if this one still ends
+				// where the next begins: then what was cut held no
+				// batch (garbage after the last one), and nothing
+				// that follows depends on it.
+				lg.Warn("truncated corrupt or torn log tail", "segment", base, "valid_bytes", s.size, "file_bytes", st.Size())
+			}
+		}
+	}
+	return dirty, nil
 }
 
 // loadIndexes trusts a sealed segment's index files after a sanity check,
