@@ -69,6 +69,9 @@ type Broker struct {
 	ctrl *controllerNode
 	// Security is authorization, ACLs and SCRAM users (acl.go, scram.go).
 	Security
+	// ClusterView is the brokers, the controller and the partitions'
+	// leaders as the controller's state shows them (cluster_view.go).
+	ClusterView
 
 	// startProps holds the NeedsRestart properties' values as this
 	// process started with them (see ConfigStatus.Restart).
@@ -129,7 +132,9 @@ func Open(opts Options) (*Broker, error) {
 		byID:        map[controller.TopicID]*Topic{},
 		stop:        make(chan struct{}),
 	}
-	b.Security = newSecurity(props, func() *controller.View { return b.ctrl.state.View() }, b.propose, opts.Logger)
+	view := func() *controller.View { return b.ctrl.state.View() }
+	b.Security = newSecurity(props, view, b.propose, opts.Logger)
+	b.ClusterView = newClusterView(opts.Node.NodeID, view, func() (string, string) { return b.ctrl.group.Leader() })
 	fail := func(err error) (*Broker, error) {
 		b.Close()
 		return nil, err

@@ -30,6 +30,22 @@ type PartitionInfo struct {
 	Offline     []int32
 }
 
+// ClusterView is the cluster as this broker's copy of the controller's
+// state shows it: the brokers, where they listen, the controller, and
+// each partition's leader, replicas and ISR. The Broker composes it, and
+// the protocol layer's Metadata, DescribeCluster and leader hints read
+// it.
+type ClusterView struct {
+	self int32
+	view func() *controller.View
+	// controller names the controller group's leader ("" when none).
+	controller func() (id, addr string)
+}
+
+func newClusterView(self int32, view func() *controller.View, controller func() (id, addr string)) ClusterView {
+	return ClusterView{self: self, view: view, controller: controller}
+}
+
 func brokerInfo(r controller.BrokerRegistration) BrokerInfo {
 	host, portStr, _ := net.SplitHostPort(r.KafkaAddr)
 	port, _ := strconv.Atoi(portStr)
@@ -37,9 +53,9 @@ func brokerInfo(r controller.BrokerRegistration) BrokerInfo {
 }
 
 // LiveBrokers lists the brokers whose registration is live, by node id.
-func (b *Broker) LiveBrokers() []BrokerInfo {
+func (c *ClusterView) LiveBrokers() []BrokerInfo {
 	var out []BrokerInfo
-	for _, r := range b.ctrl.state.View().LiveBrokers(time.Now()) {
+	for _, r := range c.view().LiveBrokers(time.Now()) {
 		out = append(out, brokerInfo(r))
 	}
 	return out
@@ -56,8 +72,8 @@ type ClusterBroker struct {
 }
 
 // ClusterBrokers lists every registered broker, live or not, by node id.
-func (b *Broker) ClusterBrokers() []ClusterBroker {
-	v := b.ctrl.state.View()
+func (c *ClusterView) ClusterBrokers() []ClusterBroker {
+	v := c.view()
 	now := time.Now()
 	var out []ClusterBroker
 	for _, r := range v.Brokers() {
@@ -68,8 +84,8 @@ func (b *Broker) ClusterBrokers() []ClusterBroker {
 }
 
 // Broker returns a live broker's address.
-func (b *Broker) Broker(id int32) (BrokerInfo, bool) {
-	v := b.ctrl.state.View()
+func (c *ClusterView) Broker(id int32) (BrokerInfo, bool) {
+	v := c.view()
 	r, ok := v.Broker(id)
 	if !ok || !v.Live(id, time.Now()) {
 		return BrokerInfo{}, false
@@ -78,8 +94,8 @@ func (b *Broker) Broker(id int32) (BrokerInfo, bool) {
 }
 
 // ControllerID is the node id of the controller group's leader, or -1.
-func (b *Broker) ControllerID() int32 {
-	id, _ := b.ctrl.group.Leader()
+func (c *ClusterView) ControllerID() int32 {
+	id, _ := c.controller()
 	if id == "" {
 		return -1
 	}
@@ -92,8 +108,8 @@ func (b *Broker) ControllerID() int32 {
 
 // PartitionInfos describes every partition of a topic from the
 // controller's view, whichever broker hosts it.
-func (b *Broker) PartitionInfos(t *Topic) []PartitionInfo {
-	v := b.ctrl.state.View()
+func (c *ClusterView) PartitionInfos(t *Topic) []PartitionInfo {
+	v := c.view()
 	ct := v.TopicByID(t.ID)
 	if ct == nil {
 		return nil
@@ -122,15 +138,15 @@ func (b *Broker) PartitionInfos(t *Topic) []PartitionInfo {
 
 // LeaderHint names a partition's leader as the controller knows it, for
 // NOT_LEADER_OR_FOLLOWER answers that carry the new leader (KIP-951).
-func (b *Broker) LeaderHint(t *Topic, partition int32) (leader BrokerInfo, epoch int32, ok bool) {
-	v := b.ctrl.state.View()
+func (c *ClusterView) LeaderHint(t *Topic, partition int32) (leader BrokerInfo, epoch int32, ok bool) {
+	v := c.view()
 	cp, ok := v.Partition(t.ID, partition)
 	if !ok {
 		return BrokerInfo{}, -1, false
 	}
-	if cp.LeaderTerm == 0 || cp.Leader < 0 || cp.Leader == b.node.NodeID {
+	if cp.LeaderTerm == 0 || cp.Leader < 0 || cp.Leader == c.self {
 		return BrokerInfo{}, -1, false
 	}
-	info, ok := b.Broker(cp.Leader)
+	info, ok := c.Broker(cp.Leader)
 	return info, cp.LeaderEpoch, ok
 }
