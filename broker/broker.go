@@ -59,16 +59,16 @@ type Broker struct {
 	// logReads and logReadBytes count the log reads of consumer fetches.
 	logReads, logReadBytes atomic.Uint64
 	// served counts fetched partitions by the role of the replica.
-	served      struct{ leader, follower servedCounters }
-	license     licenseState
-	licenseKeys []ed25519.PublicKey
-	watchers    watchers
-	now         func() time.Time
-	logFS       log.FS
+	served struct{ leader, follower servedCounters }
+	now    func() time.Time
+	logFS  log.FS
 
 	ctrl *controllerNode
 	// Security is authorization, ACLs and SCRAM users (acl.go, scram.go).
 	Security
+	// Enterprise is the licence, the properties' effective values and
+	// their watchers (license.go, watch.go).
+	Enterprise
 	// ClusterView is the brokers, the controller and the partitions'
 	// leaders as the controller's state shows them (cluster_view.go).
 	ClusterView
@@ -121,19 +121,20 @@ func Open(opts Options) (*Broker, error) {
 		return nil, err
 	}
 	b := &Broker{
-		node:        opts.Node,
-		logger:      opts.Logger,
-		registerer:  opts.Registerer,
-		props:       props,
-		now:         opts.Now,
-		licenseKeys: opts.LicenseKeys,
-		logFS:       opts.LogFS,
-		byName:      map[string]*Topic{},
-		byID:        map[controller.TopicID]*Topic{},
-		stop:        make(chan struct{}),
+		node:       opts.Node,
+		logger:     opts.Logger,
+		registerer: opts.Registerer,
+		props:      props,
+		now:        opts.Now,
+		logFS:      opts.LogFS,
+		byName:     map[string]*Topic{},
+		byID:       map[controller.TopicID]*Topic{},
+		stop:       make(chan struct{}),
 	}
 	view := func() *controller.View { return b.ctrl.state.View() }
 	b.Security = newSecurity(props, view, b.propose, opts.Logger)
+	b.Enterprise = Enterprise{props: props, view: view, propose: b.propose, logger: opts.Logger, now: opts.Now,
+		keys: opts.LicenseKeys, registerer: opts.Registerer}
 	b.ClusterView = newClusterView(opts.Node.NodeID, view, func() (string, string) { return b.ctrl.group.Leader() })
 	fail := func(err error) (*Broker, error) {
 		b.Close()

@@ -10,19 +10,26 @@
 //
 // # Concerns
 //
-// Broker composes what it holds: Security (authorization, ACLs, SCRAM
-// users; acl.go, scram.go), ClusterView (the brokers, the controller and
-// the partitions' leaders and ISRs as the controller's state shows them;
-// cluster_view.go), a Partition per local replica (its log, Raft
-// group, apply, ISR tracking, epochs and checkpoints: partition.go,
-// replica_fsm.go, replication.go, isr.go, epochs.go), the fetch path's
-// read buffers and budget (memory.Reads) and the read coalescer, the
-// group coordinator (broker/group) and the controller's state
-// (broker/controller). The rest of its methods are the topic table
-// (topics.go, reconcile.go), produce (produce.go), fetch planning
-// (fetch.go, follower_fetch.go), joining the cluster (cluster.go) and
-// properties and the licence (clusterconfig.go,
-// license.go, watch.go).
+// Broker composes what it holds:
+//
+//   - Security: authorization, ACLs, SCRAM users (acl.go, scram.go);
+//   - ClusterView: the brokers, the controller and the partitions'
+//     leaders and ISRs as the controller's state shows them
+//     (cluster_view.go);
+//   - Enterprise: the licence, the value each property takes effect
+//     with, and the property watchers (license.go, watch.go);
+//   - a Partition per local replica: its log, Raft group, apply, ISR
+//     tracking, epochs and checkpoints (partition.go, replica_fsm.go,
+//     replication.go, isr.go, epochs.go);
+//   - the fetch path's read buffers and budget (memory.Reads) and the
+//     read coalescer;
+//   - the group coordinator (broker/group) and the controller's state
+//     (broker/controller).
+//
+// Its own methods are the topic table (topics.go, reconcile.go),
+// produce (produce.go), fetch planning (fetch.go, follower_fetch.go),
+// joining the cluster (cluster.go, controller.go) and changing the
+// cluster's properties (clusterconfig.go).
 //
 // # Lock order
 //

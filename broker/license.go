@@ -1,10 +1,12 @@
 package broker
 
 import (
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,6 +38,23 @@ type verifiedLicense struct {
 	err     error           // why a stored blob did not verify
 }
 
+// Enterprise is the licence and what it decides: the cluster licence as
+// this broker verified it, the value each property takes effect with
+// (an enterprise property's only while a licence or the trial allows),
+// and the watchers that follow those values (watch.go). The Broker
+// composes it; what it needs of the rest of the broker it is handed.
+type Enterprise struct {
+	props      *config.Values
+	view       func() *controller.View
+	propose    func(controller.Command) (controller.Result, error)
+	logger     *slog.Logger
+	now        func() time.Time
+	keys       []ed25519.PublicKey
+	registerer prometheus.Registerer
+	license    licenseState
+	watchers   watchers
+}
+
 // licenseState is the broker's side of the cluster license.
 type licenseState struct {
 	verified atomic.Pointer[verifiedLicense]
@@ -47,44 +66,44 @@ type licenseState struct {
 
 // applyLicense verifies the view's license when its version changed: every
 // broker checks the signature itself rather than trusting the controller.
-func (b *Broker) applyLicense(v *controller.View) {
+func (e *Enterprise) applyLicense(v *controller.View) {
 	stored := v.License()
-	if cur := b.license.verified.Load(); cur != nil && cur.version == stored.Version {
+	if cur := e.license.verified.Load(); cur != nil && cur.version == stored.Version {
 		return
 	}
 	vl := &verifiedLicense{version: stored.Version}
 	if len(stored.Blob) > 0 {
 		sum := sha256.Sum256([]byte(strings.TrimSpace(string(stored.Blob))))
 		vl.sha256 = hex.EncodeToString(sum[:])
-		l, err := config.ParseLicense(string(stored.Blob), b.licenseKeys)
+		l, err := config.ParseLicense(string(stored.Blob), e.keys)
 		if err != nil {
 			vl.err = err
-			b.logger.Error("the cluster's license does not verify on this broker; enterprise features will not take effect", "err", err)
+			e.logger.Error("the cluster's license does not verify on this broker; enterprise features will not take effect", "err", err)
 		} else {
 			vl.license = &l
-			b.logger.Info("license applied", "org", l.Org, "type", l.Type, "expiry", l.Expiry.Format(time.RFC3339))
+			e.logger.Info("license applied", "org", l.Org, "type", l.Type, "expiry", l.Expiry.Format(time.RFC3339))
 		}
 	}
-	b.license.verified.Store(vl)
+	e.license.verified.Store(vl)
 }
 
 // validateLicenseBlob is the controller's check of a license blob:
 // signature and schema against this broker's trusted keys, never the
 // clock (Apply must be deterministic).
-func (b *Broker) validateLicenseBlob(blob []byte) error {
-	_, err := config.ParseLicense(string(blob), b.licenseKeys)
+func (e *Enterprise) validateLicenseBlob(blob []byte) error {
+	_, err := config.ParseLicense(string(blob), e.keys)
 	return err
 }
 
 // LicenseStatus judges the cluster's license at the broker's clock: a
 // verified, unexpired license, else the built-in trial from the cluster's
 // creation, else none or expired.
-func (b *Broker) LicenseStatus() config.LicenseStatus {
-	return config.EvaluateLicense(b.loadedLicense(), b.ctrl.state.View().Created(), b.now())
+func (e *Enterprise) LicenseStatus() config.LicenseStatus {
+	return config.EvaluateLicense(e.loadedLicense(), e.view().Created(), e.now())
 }
 
-func (b *Broker) loadedLicense() *config.License {
-	if vl := b.license.verified.Load(); vl != nil {
+func (e *Enterprise) loadedLicense() *config.License {
+	if vl := e.license.verified.Load(); vl != nil {
 		return vl.license
 	}
 	return nil
@@ -92,12 +111,12 @@ func (b *Broker) loadedLicense() *config.License {
 
 // enterpriseValid reports whether enterprise features take effect now;
 // it is LicenseStatus().Valid without building the status.
-func (b *Broker) enterpriseValid() bool {
-	now := b.now()
-	if l := b.loadedLicense(); l != nil && now.Before(l.Expiry) {
+func (e *Enterprise) enterpriseValid() bool {
+	now := e.now()
+	if l := e.loadedLicense(); l != nil && now.Before(l.Expiry) {
 		return true
 	}
-	created := b.ctrl.state.View().Created()
+	created := e.view().Created()
 	return !created.IsZero() && now.Before(created.Add(config.BuiltinTrialPeriod))
 }
 
@@ -118,9 +137,9 @@ type LicenseInfo struct {
 
 // LicenseInfo reports the license, its status and the enterprise features
 // in use.
-func (b *Broker) LicenseInfo() LicenseInfo {
-	info := LicenseInfo{Status: b.LicenseStatus(), InUse: b.props.EnterpriseInUse()}
-	if vl := b.license.verified.Load(); vl != nil {
+func (e *Enterprise) LicenseInfo() LicenseInfo {
+	info := LicenseInfo{Status: e.LicenseStatus(), InUse: e.props.EnterpriseInUse()}
+	if vl := e.license.verified.Load(); vl != nil {
 		info.License, info.Loaded, info.SHA256 = vl.license, vl.license != nil, vl.sha256
 		if vl.err != nil {
 			info.Invalid = vl.err.Error()
@@ -137,15 +156,15 @@ var ErrInvalidLicense = errors.New("invalid license")
 // SetLicense verifies a license here (signature, schema, not expired),
 // then stores it through the controller, where every broker verifies it
 // again as it applies it. It returns once this broker has applied it.
-func (b *Broker) SetLicense(text string) (config.License, error) {
-	l, err := config.ParseLicense(text, b.licenseKeys)
+func (e *Enterprise) SetLicense(text string) (config.License, error) {
+	l, err := config.ParseLicense(text, e.keys)
 	if err != nil {
 		return config.License{}, fmt.Errorf("%w: %w", ErrInvalidLicense, err)
 	}
-	if now := b.now(); !now.Before(l.Expiry) {
+	if now := e.now(); !now.Before(l.Expiry) {
 		return config.License{}, fmt.Errorf("%w: the license of %s expired at %s", ErrInvalidLicense, l.Org, l.Expiry.Format(time.RFC3339))
 	}
-	if _, err := b.propose(controller.SetLicense{Blob: []byte(strings.TrimSpace(text))}); err != nil {
+	if _, err := e.propose(controller.SetLicense{Blob: []byte(strings.TrimSpace(text))}); err != nil {
 		return config.License{}, err
 	}
 	return l, nil
@@ -155,8 +174,8 @@ func (b *Broker) SetLicense(text string) (config.License, error) {
 // valid license, naming the feature and why: the error wraps
 // kerr.PolicyViolation (its Kafka code) and a *config.LicenseRequiredError.
 // Turning features off, and every other property, is allowed.
-func (b *Broker) CheckEnterprise(name, value string) error {
-	err := config.CheckEnterprise(b.props.Registry(), name, value, b.LicenseStatus())
+func (e *Enterprise) CheckEnterprise(name, value string) error {
+	err := config.CheckEnterprise(e.props.Registry(), name, value, e.LicenseStatus())
 	if err != nil {
 		return fmt.Errorf("%w: %w", kerr.PolicyViolation, err)
 	}
@@ -166,17 +185,17 @@ func (b *Broker) CheckEnterprise(name, value string) error {
 // Effective returns the value a cluster property takes effect with: its
 // set value, except that an enterprise property behaves as its default
 // while there is no valid license (its set value is kept).
-func (b *Broker) Effective(name string) string {
-	value, _ := b.props.Get(name)
-	if p, ok := b.props.Registry().Lookup(name); ok && p.Enterprise && !b.enterpriseValid() {
+func (e *Enterprise) Effective(name string) string {
+	value, _ := e.props.Get(name)
+	if p, ok := e.props.Registry().Lookup(name); ok && p.Enterprise && !e.enterpriseValid() {
 		return p.Default
 	}
 	return value
 }
 
 // EffectiveBool is Effective for a boolean property.
-func (b *Broker) EffectiveBool(name string) bool {
-	return parseBool(b.Effective(name))
+func (e *Enterprise) EffectiveBool(name string) bool {
+	return parseBool(e.Effective(name))
 }
 
 func parseBool(s string) bool {
@@ -192,37 +211,37 @@ func parseBool(s string) bool {
 // ended or came back, and logs a warning when enterprise features stop
 // taking effect, and then every licenseReminderEvery while they are in
 // use without a valid license or the license ends within 30 days.
-func (b *Broker) checkLicense() {
-	st := b.LicenseStatus()
-	inUse := b.props.EnterpriseInUse()
-	now := b.now()
+func (e *Enterprise) checkLicense() {
+	st := e.LicenseStatus()
+	inUse := e.props.EnterpriseInUse()
+	now := e.now()
 
-	b.license.mu.Lock()
-	changed := b.license.lastValid == nil || *b.license.lastValid != st.Valid
+	e.license.mu.Lock()
+	changed := e.license.lastValid == nil || *e.license.lastValid != st.Valid
 	valid := st.Valid
-	b.license.lastValid = &valid
+	e.license.lastValid = &valid
 	remind := len(inUse) > 0 && (!st.Valid || st.Warning != "") &&
-		(changed || now.Sub(b.license.lastReminder) >= licenseReminderEvery || now.Before(b.license.lastReminder))
+		(changed || now.Sub(e.license.lastReminder) >= licenseReminderEvery || now.Before(e.license.lastReminder))
 	if remind {
-		b.license.lastReminder = now
+		e.license.lastReminder = now
 	}
-	b.license.mu.Unlock()
+	e.license.mu.Unlock()
 
-	b.fireWatchers()
+	e.fireWatchers()
 	if !remind {
 		return
 	}
 	if !st.Valid {
-		b.logger.Warn("enterprise features are in use without a valid license; they behave as their defaults until a valid license is set with 'weirctl cluster license set'",
+		e.logger.Warn("enterprise features are in use without a valid license; they behave as their defaults until a valid license is set with 'weirctl cluster license set'",
 			"features", strings.Join(inUse, ","), "license", st.Describe())
 		return
 	}
-	b.logger.Warn(st.Warning, "features", strings.Join(inUse, ","))
+	e.logger.Warn(st.Warning, "features", strings.Join(inUse, ","))
 }
 
 // registerLicenseMetrics exports the license's state.
-func (b *Broker) registerLicenseMetrics() {
-	if b.registerer == nil {
+func (e *Enterprise) registerLicenseMetrics() {
+	if e.registerer == nil {
 		return
 	}
 	for _, c := range []prometheus.Collector{
@@ -230,23 +249,23 @@ func (b *Broker) registerLicenseMetrics() {
 			Name: "weir_license_expiry_seconds",
 			Help: "Seconds until the license in effect (or the built-in trial) ends; 0 when none is in effect.",
 		}, func() float64 {
-			st := b.LicenseStatus()
+			st := e.LicenseStatus()
 			if !st.Valid {
 				return 0
 			}
-			return st.Expiry.Sub(b.now()).Seconds()
+			return st.Expiry.Sub(e.now()).Seconds()
 		}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "weir_license_valid",
 			Help: "1 while enterprise features take effect (a valid license or the built-in trial), else 0.",
-		}, func() float64 { return boolGauge(b.enterpriseValid()) }),
+		}, func() float64 { return boolGauge(e.enterpriseValid()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "weir_enterprise_license_violation",
 			Help: "1 while enterprise features are set but no valid license lets them take effect.",
-		}, func() float64 { return boolGauge(b.LicenseInfo().Violation) }),
+		}, func() float64 { return boolGauge(e.LicenseInfo().Violation) }),
 	} {
-		if err := b.registerer.Register(c); err != nil {
-			b.logger.Warn("registering license metrics", "err", err)
+		if err := e.registerer.Register(c); err != nil {
+			e.logger.Warn("registering license metrics", "err", err)
 		}
 	}
 }

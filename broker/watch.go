@@ -22,18 +22,18 @@ type watchers struct {
 // the built-in trial starts or ends for an enterprise property. fn runs on
 // the broker's goroutines and must not block for long or call
 // WatchProperty. The returned function stops the watch.
-func (b *Broker) WatchProperty(name string, fn func(value string)) (stop func()) {
-	w := &propertyWatcher{name: name, fn: fn, last: b.Effective(name)}
-	b.watchers.mu.Lock()
-	b.watchers.list = append(b.watchers.list, w)
+func (e *Enterprise) WatchProperty(name string, fn func(value string)) (stop func()) {
+	w := &propertyWatcher{name: name, fn: fn, last: e.Effective(name)}
+	e.watchers.mu.Lock()
+	e.watchers.list = append(e.watchers.list, w)
 	fn(w.last)
-	b.watchers.mu.Unlock()
+	e.watchers.mu.Unlock()
 	return func() {
-		b.watchers.mu.Lock()
-		defer b.watchers.mu.Unlock()
-		for i, x := range b.watchers.list {
+		e.watchers.mu.Lock()
+		defer e.watchers.mu.Unlock()
+		for i, x := range e.watchers.list {
 			if x == w {
-				b.watchers.list = append(b.watchers.list[:i], b.watchers.list[i+1:]...)
+				e.watchers.list = append(e.watchers.list[:i], e.watchers.list[i+1:]...)
 				return
 			}
 		}
@@ -42,11 +42,11 @@ func (b *Broker) WatchProperty(name string, fn func(value string)) (stop func())
 
 // fireWatchers calls the watchers whose property's effective value
 // changed since they last saw it.
-func (b *Broker) fireWatchers() {
-	b.watchers.mu.Lock()
-	defer b.watchers.mu.Unlock()
-	for _, w := range b.watchers.list {
-		if v := b.Effective(w.name); v != w.last {
+func (e *Enterprise) fireWatchers() {
+	e.watchers.mu.Lock()
+	defer e.watchers.mu.Unlock()
+	for _, w := range e.watchers.list {
+		if v := e.Effective(w.name); v != w.last {
 			w.last = v
 			w.fn(v)
 		}
@@ -56,15 +56,15 @@ func (b *Broker) fireWatchers() {
 // logPropertyChanges watches every property and logs each change of the
 // value it takes effect with, so an operator sees on every broker when a
 // change (or a license's end) reached it.
-func (b *Broker) logPropertyChanges() {
-	for _, name := range b.props.Registry().Names() {
+func (e *Enterprise) logPropertyChanges() {
+	for _, name := range e.props.Registry().Names() {
 		first := true
-		b.WatchProperty(name, func(value string) {
+		e.WatchProperty(name, func(value string) {
 			if first {
 				first = false
 				return
 			}
-			b.logger.Info("cluster property in effect", "name", name, "value", value)
+			e.logger.Info("cluster property in effect", "name", name, "value", value)
 		})
 	}
 }
