@@ -10,4 +10,10 @@
 // Charge lets a holder go past the size for memory it must have (the one
 // batch an obligatory fetch read returns whatever the budget says), so
 // that a spent budget slows consumers down without stopping them.
+//
+// Reads owns the fetch path's read buffers from the read that charges one
+// to the Return that gives it back (recycled through Buffers, a free list
+// the collector does not empty, or dropped), counting both, so that a
+// leak or a second return shows; SoftLimit sets the runtime's soft memory
+// limit from what the broker holds.
 package memory
