@@ -133,8 +133,7 @@ func Open(opts Options) (*Broker, error) {
 	}
 	view := func() *controller.View { return b.ctrl.state.View() }
 	b.Security = newSecurity(props, view, b.propose, opts.Logger)
-	b.Enterprise = Enterprise{props: props, view: view, propose: b.propose, logger: opts.Logger, now: opts.Now,
-		keys: opts.LicenseKeys, registerer: opts.Registerer}
+	b.Enterprise = newEnterprise(props, view, b.propose, opts.Logger, opts.Now, opts.LicenseKeys, opts.Registerer)
 	b.ClusterView = newClusterView(opts.Node.NodeID, view, func() (string, string) { return b.ctrl.group.Leader() })
 	fail := func(err error) (*Broker, error) {
 		b.Close()

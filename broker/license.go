@@ -55,6 +55,11 @@ type Enterprise struct {
 	watchers   watchers
 }
 
+func newEnterprise(props *config.Values, view func() *controller.View, propose func(controller.Command) (controller.Result, error),
+	logger *slog.Logger, now func() time.Time, keys []ed25519.PublicKey, registerer prometheus.Registerer) Enterprise {
+	return Enterprise{props: props, view: view, propose: propose, logger: logger, now: now, keys: keys, registerer: registerer}
+}
+
 // licenseState is the broker's side of the cluster license.
 type licenseState struct {
 	verified atomic.Pointer[verifiedLicense]
