@@ -219,13 +219,12 @@ func TestFetchBuffersReturnedOnce(t *testing.T) {
 	ctx, stop := context.WithTimeout(context.Background(), 3*time.Second)
 	defer stop()
 	var wg sync.WaitGroup
-	// Producers keep waking the long polls.
+	// Producers keep waking the long polls. What they write is not what
+	// the test checks: on a loaded machine a produce may time out, and
+	// the fetches go on without it.
 	wg.Go(func() {
 		for i := 0; ctx.Err() == nil; i++ {
-			if _, err := b.Produce(ctx, "owned", int32(i%3), batch.Encode(), ProduceOptions{}); err != nil && ctx.Err() == nil {
-				t.Errorf("produce: %v", err)
-				return
-			}
+			_, _ = b.Produce(ctx, "owned", int32(i%3), batch.Encode(), ProduceOptions{})
 			time.Sleep(5 * time.Millisecond)
 		}
 	})
