@@ -147,7 +147,7 @@ func TestMetricsCluster(t *testing.T) {
 		"weir_raft_rpc_calls_total", "weir_raft_rpc_call_duration_seconds", "weir_raft_rpc_handled_total",
 		"weir_raft_groups", "weir_raft_transport_frames_total", "weir_raft_transport_bytes_total",
 		"weir_raft_transport_heartbeat_frames_total", "weir_raft_transport_heartbeats_total",
-		"weir_raft_transport_heartbeat_batch_groups", "weir_raft_transport_connections",
+		"weir_raft_transport_heartbeat_batch_groups", "weir_raft_transport_connections", "weir_raft_transport_commit_notices_total",
 		"weir_raft_log_fsyncs_total", "weir_raft_log_batch_records", "weir_raft_log_batch_groups",
 		"weir_raft_log_sync_seconds", "weir_raft_log_bytes_written_total", "weir_raft_log_segments", "weir_raft_log_groups",
 		"weir_log_reads_total", "weir_log_read_bytes_total", "weir_fetch_partition_reads_total", "weir_fetch_bytes_total",

@@ -53,7 +53,13 @@
 //     handler and sends every group's real answer back in one frame.
 //     Appends that only carry the commit index, and their answers, wait
 //     the same way to share a writev with whatever else goes to that
-//     peer. Nothing is ever answered on a group's behalf.
+//     peer. Nothing is ever answered on a group's behalf. A heartbeat to
+//     a follower behind the leader's commit index carries it, with the
+//     entry up to which the follower is known to match
+//     (transport_commit.go), and the follower's Raft gets it as an
+//     append without entries, so CommitTimeout's keep-alive need not
+//     run often; nodes announce that they take such notices in their
+//     heartbeat answers, so older peers never see them.
 //   - Logging: each group logs through the broker's slog logger
 //     (logging.go); its errors about a peer (failed heartbeats, appends,
 //     votes, each retry) pass a node-wide limit of one line per message

@@ -99,6 +99,7 @@ func (m *Mux) Start(cfg Config) (*Group, error) {
 		g.trans.Close()
 		return nil, fmt.Errorf("raft: starting group %s: %w", cfg.Group, err)
 	}
+	g.trans.setAppliedSource(g.raft.AppliedIndex)
 	g.observer = hraft.NewObserver(m.obsCh, false, func(o *hraft.Observation) bool {
 		_, ok := o.Data.(hraft.LeaderObservation)
 		return ok

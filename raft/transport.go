@@ -331,6 +331,8 @@ type groupTransport struct {
 	draining bool               // a drain goroutine runs, by inMu
 	isClosed bool               // by inMu
 	pipes    map[*pipeline]bool // open pipelines, by inMu
+
+	commits commitTracker // transport_commit.go
 }
 
 var (
@@ -411,7 +413,11 @@ func (gt *groupTransport) AppendEntries(_ hraft.ServerID, target hraft.ServerAdd
 	if isHeartbeat(args) {
 		return gt.sendHeartbeat(string(target), args, resp)
 	}
-	return gt.call(string(target), laneData, encodeAppendReq(gt.name, args), resp, gt.appendWait(args))
+	err := gt.call(string(target), laneData, encodeAppendReq(gt.name, args), resp, gt.appendWait(args))
+	if err == nil && resp.Success {
+		gt.commits.replicated(string(target), args)
+	}
+	return err
 }
 
 // RequestVote implements hraft.Transport.

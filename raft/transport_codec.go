@@ -24,7 +24,8 @@ import (
 //	kind      bits 0–5 the message type, bit 7 (0x80) a response, bit 6
 //	          (0x40) an error response, whose body is the error's text.
 //	          1 AppendEntries, 2 RequestVote, 3 RequestPreVote,
-//	          4 TimeoutNow, 5 InstallSnapshot, 6 heartbeat batch.
+//	          4 TimeoutNow, 5 InstallSnapshot, 6 heartbeat batch,
+//	          7 heartbeat batch with commit notices.
 //	request   chosen by the dialer, unique among its requests in flight on
 //	id        the connection; the response echoes it. Many requests are in
 //	          flight per connection and responses come in any order.
@@ -54,7 +55,17 @@ import (
 //	                 resp hdr | u term | 1 success
 //	heartbeat batch  req  u n | n × (g | hdr | u term | b leader)
 //	                 resp u n | n × (1 status | 0: AppendEntries resp,
-//	                      1: b error text), in request order
+//	                      1: b error text), in request order |
+//	                      [1 features]
+//	heartbeat batch  req  u n | n × (g | hdr | u term | b leader |
+//	with commit           u commit | [u prev index | u prev term when
+//	notices               commit > 0])
+//	                 resp as the heartbeat batch's
+//
+// The features byte ends the answer to a heartbeat batch of a node that
+// takes commit notices (transport_commit.go; bit 0x01, the only one):
+// nodes from before it neither send it nor read past the answers, and a
+// node sends type 7 on a connection only after the byte came back on it.
 //
 // A frame is checked before anything is allocated for it: the version,
 // the kind, the body length against tpMaxFrame, and every count and length
@@ -88,6 +99,9 @@ const (
 	tpTimeoutNow byte = 4
 	tpSnapshot   byte = 5
 	tpHeartbeats byte = 6
+	// tpHeartbeatsCommit is a heartbeat batch whose entries may carry a
+	// commit notice.
+	tpHeartbeatsCommit byte = 7
 
 	tpTypeMask byte = 0x3f
 	tpResponse byte = 0x80
@@ -114,6 +128,8 @@ func tpTypeName(t byte) string {
 		return "InstallSnapshot"
 	case tpHeartbeats:
 		return "heartbeats"
+	case tpHeartbeatsCommit:
+		return "heartbeats with commit notices"
 	}
 	return fmt.Sprintf("type %d", t)
 }
@@ -143,7 +159,7 @@ func parseTpHeader(h []byte, wantResponse bool) (tpHeader, error) {
 	t := fh.kind & tpTypeMask
 	resp := fh.kind&tpResponse != 0
 	switch {
-	case t < tpAppend || t > tpHeartbeats:
+	case t < tpAppend || t > tpHeartbeatsCommit:
 		return tpHeader{}, fmt.Errorf("%w: kind %#x", errBadTpFrame, fh.kind)
 	case resp != wantResponse:
 		return tpHeader{}, fmt.Errorf("%w: kind %#x in the wrong direction", errBadTpFrame, fh.kind)
@@ -624,22 +640,37 @@ func decodeSnapshotResp(d *tpDec, r *hraft.InstallSnapshotResponse) {
 
 // hbEntry is one heartbeat of a batch as decoded.
 type hbEntry struct {
-	group []byte
-	req   *hraft.AppendEntriesRequest
+	group  []byte
+	req    *hraft.AppendEntriesRequest
+	notice commitNotice
 }
 
-func encodeHeartbeats(calls []*hbCall) *tpEnc {
+// encodeHeartbeats encodes a batch; with notices, as type 7 with each
+// call's notice.
+func encodeHeartbeats(calls []*hbCall, notices bool) *tpEnc {
 	size := 8
+	kind := tpHeartbeats
+	if notices {
+		kind = tpHeartbeatsCommit
+		size += len(calls) * 24
+	}
 	for _, c := range calls {
 		size += len(c.gt.name) + 24 + len(c.req.ID) + len(c.req.Addr) + len(c.req.Leader)
 	}
-	e := newTpEnc(tpHeartbeats, size)
+	e := newTpEnc(kind, size)
 	e.u(uint64(len(calls)))
 	for _, c := range calls {
 		e.group(c.gt.name)
 		e.rpcHeader(c.req.RPCHeader)
 		e.u(c.req.Term)
 		e.bytes(c.req.Leader)
+		if notices {
+			e.u(c.notice.commit)
+			if c.notice.commit > 0 {
+				e.u(c.notice.prevIndex)
+				e.u(c.notice.prevTerm)
+			}
+		}
 	}
 	return e
 }
@@ -647,7 +678,7 @@ func encodeHeartbeats(calls []*hbCall) *tpEnc {
 // minHeartbeat: group (2), header (3), term, leader length.
 const minHeartbeat = 7
 
-func decodeHeartbeats(d *tpDec) []hbEntry {
+func decodeHeartbeats(d *tpDec, notices bool) []hbEntry {
 	n := d.count(tpMaxBatch, minHeartbeat)
 	if d.err != nil {
 		return nil
@@ -661,6 +692,12 @@ func decodeHeartbeats(d *tpDec) []hbEntry {
 		r.Term = d.u()
 		r.Leader = d.bytes()
 		out[i].req = r
+		if notices {
+			nt := &out[i].notice
+			if nt.commit = d.u(); nt.commit > 0 {
+				nt.prevIndex, nt.prevTerm = d.u(), d.u()
+			}
+		}
 	}
 	return out
 }
@@ -671,8 +708,8 @@ type hbResult struct {
 	err  string
 }
 
-func encodeHeartbeatResults(id uint32, rs []hbResult) (net.Buffers, int) {
-	e := newTpEnc(tpHeartbeats|tpResponse, 8+len(rs)*24)
+func encodeHeartbeatResults(kind byte, id uint32, rs []hbResult) (net.Buffers, int) {
+	e := newTpEnc(kind|tpResponse, 9+len(rs)*24)
 	binary.BigEndian.PutUint32(e.buf[2:], id)
 	e.u(uint64(len(rs)))
 	for _, r := range rs {
@@ -688,9 +725,10 @@ func encodeHeartbeatResults(id uint32, rs []hbResult) (net.Buffers, int) {
 		e.byte1(0)
 		encodeAppendResp(e, r.resp)
 	}
+	e.byte1(tpFeatures)
 	bufs, n, err := e.frame()
 	if err != nil { // 16384 results of bounded size cannot reach 64 MiB
-		return errorFrame(tpHeartbeats, id, err.Error())
+		return errorFrame(kind, id, err.Error())
 	}
 	return bufs, n
 }

@@ -169,13 +169,13 @@ func TestTransportCodecHeartbeats(t *testing.T) {
 		calls = append(calls, &hbCall{gt: gt, req: hraft.AppendEntriesRequest{
 			RPCHeader: testHeader(), Term: uint64(10 + i), Leader: []byte("127.0.0.1:9")}})
 	}
-	bufs, _, err := encodeHeartbeats(calls).frame()
+	bufs, _, err := encodeHeartbeats(calls, false).frame()
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, body := parseTpFrame(t, flatten(bufs), false)
 	d := tpDec{b: body}
-	entries := decodeHeartbeats(&d)
+	entries := decodeHeartbeats(&d, false)
 	if err := d.end(); err != nil {
 		t.Fatal(err)
 	}
@@ -194,13 +194,17 @@ func TestTransportCodecHeartbeats(t *testing.T) {
 		{err: "raft transport: group b is not running"},
 		{resp: &hraft.AppendEntriesResponse{RPCHeader: testHeader(), Term: 99, LastLog: 5}},
 	}
-	rb, _ := encodeHeartbeatResults(9, rs)
+	rb, _ := encodeHeartbeatResults(tpHeartbeats, 9, rs)
 	fh, rbody := parseTpFrame(t, flatten(rb), true)
 	for _, c := range calls {
 		c.done = make(chan struct{})
 		c.resp = new(hraft.AppendEntriesResponse)
 	}
-	(&hbFlight{calls: calls}).complete(fh.kind, rbody, nil)
+	cc := &clientConn{}
+	(&hbFlight{cc: cc, calls: calls, kind: tpHeartbeats}).complete(fh.kind, rbody, nil)
+	if !cc.notices.Load() {
+		t.Error("the answer's features byte did not mark the connection as taking commit notices")
+	}
 	if calls[0].err != nil || !calls[0].resp.Success || calls[0].resp.Term != 10 {
 		t.Errorf("call 0: %v %+v", calls[0].err, calls[0].resp)
 	}
@@ -236,7 +240,7 @@ func TestTransportCodecLimits(t *testing.T) {
 	// A count larger than the bytes behind it is refused before
 	// allocating for it.
 	d := tpDec{b: []byte{0xff, 0xff, 0x03}}
-	if decodeHeartbeats(&d); d.err == nil {
+	if decodeHeartbeats(&d, false); d.err == nil {
 		t.Error("heartbeat count beyond the frame accepted")
 	}
 	// A body announced but not sent costs what was sent, not what was
@@ -273,19 +277,19 @@ func decodeAnyTpFrame(data []byte, response bool) error {
 			resp = new(hraft.TimeoutNowResponse)
 		case tpSnapshot:
 			resp = new(hraft.InstallSnapshotResponse)
-		case tpHeartbeats:
+		case tpHeartbeats, tpHeartbeatsCommit:
 			var calls []*hbCall
 			for range 4 {
 				calls = append(calls, &hbCall{callState: callState{done: make(chan struct{})}, resp: new(hraft.AppendEntriesResponse)})
 			}
-			(&hbFlight{calls: calls}).complete(fh.kind, body, nil)
+			(&hbFlight{cc: &clientConn{}, calls: calls, kind: typ}).complete(fh.kind, body, nil)
 			return nil
 		}
 		return decodeResponse(typ, body, resp)
 	}
 	d := tpDec{b: body}
-	if typ == tpHeartbeats {
-		decodeHeartbeats(&d)
+	if typ == tpHeartbeats || typ == tpHeartbeatsCommit {
+		decodeHeartbeats(&d, typ == tpHeartbeatsCommit)
 		return d.end()
 	}
 	d.group()
@@ -315,8 +319,13 @@ func FuzzTransportFrame(f *testing.F) {
 	seed(encodePreVoteReq("g", &hraft.RequestPreVoteRequest{RPCHeader: testHeader(), Term: 1}).frame())
 	seed(encodeTimeoutNowReq("g", &hraft.TimeoutNowRequest{RPCHeader: testHeader()}).frame())
 	seed(encodeSnapshotReq("g", &hraft.InstallSnapshotRequest{RPCHeader: testHeader(), Size: 5}).frame())
-	seed(encodeHeartbeats([]*hbCall{{gt: &groupTransport{name: "g"}, req: hraft.AppendEntriesRequest{Term: 1, Leader: []byte("l")}}}).frame())
-	rb, _ := encodeHeartbeatResults(1, []hbResult{{resp: &hraft.AppendEntriesResponse{Success: true}}, {err: "x"}})
+	seed(encodeHeartbeats([]*hbCall{{gt: &groupTransport{name: "g"}, req: hraft.AppendEntriesRequest{Term: 1, Leader: []byte("l")}}}, false).frame())
+	seed(encodeHeartbeats([]*hbCall{
+		{gt: &groupTransport{name: "g"}, req: hraft.AppendEntriesRequest{Term: 1, Leader: []byte("l")}},
+		{gt: &groupTransport{name: "h"}, req: hraft.AppendEntriesRequest{Term: 2, Leader: []byte("l")},
+			notice: commitNotice{commit: 5, prevIndex: 7, prevTerm: 2}},
+	}, true).frame())
+	rb, _ := encodeHeartbeatResults(tpHeartbeats, 1, []hbResult{{resp: &hraft.AppendEntriesResponse{Success: true}}, {err: "x"}})
 	f.Add(flatten(rb), true)
 	ab, _ := responseFrame(tpAppend, 1, &hraft.AppendEntriesResponse{Term: 2})
 	f.Add(flatten(ab), true)
@@ -325,4 +334,48 @@ func FuzzTransportFrame(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, response bool) {
 		_ = decodeAnyTpFrame(data, response)
 	})
+}
+
+func TestTransportCodecHeartbeatsWithNotices(t *testing.T) {
+	gts := []*groupTransport{{name: "a"}, {name: "b"}}
+	calls := []*hbCall{
+		{gt: gts[0], req: hraft.AppendEntriesRequest{RPCHeader: testHeader(), Term: 4, Leader: []byte("l")}},
+		{gt: gts[1], req: hraft.AppendEntriesRequest{RPCHeader: testHeader(), Term: 6, Leader: []byte("l")},
+			notice: commitNotice{commit: 300, prevIndex: 301, prevTerm: 5}},
+	}
+	bufs, _, err := encodeHeartbeats(calls, true).frame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh, body := parseTpFrame(t, flatten(bufs), false)
+	if fh.kind != tpHeartbeatsCommit {
+		t.Fatalf("kind %d", fh.kind)
+	}
+	d := tpDec{b: body}
+	entries := decodeHeartbeats(&d, true)
+	if err := d.end(); err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range entries {
+		// The heartbeat itself stays one hashicorp's fast path answers;
+		// the notice travels beside it.
+		if !reflect.DeepEqual(*e.req, calls[i].req) || !isHeartbeat(e.req) || e.notice != calls[i].notice {
+			t.Errorf("entry %d: %+v %+v", i, e.req, e.notice)
+		}
+	}
+
+	// The answer to a node from before notices has no features byte: the
+	// connection is not marked, and nothing of type 7 is ever sent on it.
+	rs := []hbResult{{resp: &hraft.AppendEntriesResponse{Term: 4, Success: true}}, {resp: &hraft.AppendEntriesResponse{Term: 6, Success: true}}}
+	rb, _ := encodeHeartbeatResults(tpHeartbeats, 3, rs)
+	rfh, rbody := parseTpFrame(t, flatten(rb), true)
+	for _, c := range calls {
+		c.done = make(chan struct{})
+		c.resp = new(hraft.AppendEntriesResponse)
+	}
+	cc := &clientConn{p: &peer{key: "127.0.0.1:2#b"}}
+	(&hbFlight{cc: cc, calls: calls, kind: tpHeartbeats}).complete(rfh.kind, rbody[:len(rbody)-1], nil)
+	if cc.notices.Load() || calls[0].err != nil || calls[1].err != nil || !calls[1].resp.Success {
+		t.Errorf("answer without features: notices %v, errors %v %v", cc.notices.Load(), calls[0].err, calls[1].err)
+	}
 }

@@ -217,6 +217,7 @@ type clientConn struct {
 	lastRecv atomic.Int64 // unix ns of the last frame received
 	lastUse  atomic.Int64 // unix ns of the last request sent
 	gotFrame atomic.Bool
+	notices  atomic.Bool // the peer announced it takes commit notices (transport_commit.go)
 
 	next atomic.Uint32 // last request id
 

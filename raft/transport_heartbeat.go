@@ -48,9 +48,10 @@ func (s *callState) end(err error) {
 // caller's, written only by whoever wins begin.
 type hbCall struct {
 	callState
-	gt   *groupTransport
-	req  hraft.AppendEntriesRequest
-	resp *hraft.AppendEntriesResponse
+	gt     *groupTransport
+	req    hraft.AppendEntriesRequest
+	resp   *hraft.AppendEntriesResponse
+	notice commitNotice // set when the batch is encoded, if the peer takes notices
 }
 
 func (c *hbCall) fail(err error) {
@@ -151,25 +152,42 @@ func (p *peer) flushHeartbeats() {
 		fail(err)
 		return
 	}
-	frame, n, err := encodeHeartbeats(live).frame()
+	notices := 0
+	if cc.notices.Load() {
+		for _, c := range live {
+			if c.notice = c.gt.commits.notice(p.key, c.req.Term); c.notice.commit > 0 {
+				notices++
+			}
+		}
+	}
+	f := &hbFlight{cc: cc, calls: live, kind: tpHeartbeats}
+	if notices > 0 {
+		f.kind = tpHeartbeatsCommit
+	}
+	frame, n, err := encodeHeartbeats(live, notices > 0).frame()
 	if err != nil {
 		fail(err)
 		return
 	}
-	if err := cc.send(&hbFlight{calls: live}, cc.newID(), frame, n, 0); err != nil {
+	if err := cc.send(f, cc.newID(), frame, n, 0); err != nil {
 		fail(err)
 		return
 	}
 	st := &p.h.st
 	st.hbFramesSent.Add(1)
 	st.hbSent.Add(uint64(len(live)))
+	st.noticesSent.Add(uint64(notices))
 	p.h.met.batchGroups.Observe(float64(len(live)))
 }
 
 // hbFlight is a batch on the wire.
-type hbFlight struct{ calls []*hbCall }
+type hbFlight struct {
+	cc    *clientConn
+	calls []*hbCall
+	kind  byte // tpHeartbeats, or tpHeartbeatsCommit when some carry a notice
+}
 
-func (f *hbFlight) reqType() byte { return tpHeartbeats }
+func (f *hbFlight) reqType() byte { return f.kind }
 
 func (f *hbFlight) complete(kind byte, body []byte, err error) {
 	if err == nil && kind&tpError != 0 {
@@ -195,6 +213,9 @@ func (f *hbFlight) complete(kind byte, body []byte, err error) {
 		case 0:
 			if c.begin() {
 				decodeAppendResp(&d, c.resp)
+				if d.err == nil && c.notice.commit > 0 {
+					c.gt.commits.told(f.cc.p.key, c.req.Term, c.notice)
+				}
 				c.end(d.err)
 			} else {
 				decodeAppendResp(&d, &scratch)
@@ -211,6 +232,9 @@ func (f *hbFlight) complete(kind byte, body []byte, err error) {
 			c.fail(d.err)
 		}
 	}
+	if d.err == nil && len(d.b) > 0 && d.byte1()&tpFeatureCommitNotices != 0 {
+		f.cc.notices.Store(true)
+	}
 }
 
 // hbBatchIn collects a received batch's answers; the last group to
@@ -218,13 +242,14 @@ func (f *hbFlight) complete(kind byte, body []byte, err error) {
 type hbBatchIn struct {
 	sc     *serverConn
 	id     uint32
+	kind   byte // of the request
 	res    []hbResult
 	left   atomic.Int32
 	single bool // one unbatched AppendEntries heartbeat
 }
 
-func newHeartbeatBatch(sc *serverConn, id uint32, n int) *hbBatchIn {
-	b := &hbBatchIn{sc: sc, id: id, res: make([]hbResult, n)}
+func newHeartbeatBatch(sc *serverConn, id uint32, kind byte, n int) *hbBatchIn {
+	b := &hbBatchIn{sc: sc, id: id, kind: kind, res: make([]hbResult, n)}
 	b.left.Store(int32(n))
 	return b
 }
@@ -245,7 +270,7 @@ func (b *hbBatchIn) set(i int, r hraft.RPCResponse) {
 		(&inbound{sc: b.sc, id: b.id, typ: tpAppend}).reply(r)
 		return
 	}
-	b.sc.enqueue(encodeHeartbeatResults(b.id, b.res))
+	b.sc.enqueue(encodeHeartbeatResults(b.kind, b.id, b.res))
 }
 
 // serveHeartbeats hands each heartbeat of a batch to its group.
@@ -259,14 +284,14 @@ func (b *hbBatchIn) set(i int, r hraft.RPCResponse) {
 // the goroutine is still busy after tpHeartbeatBudget, what it has not
 // started yet is spilled onto a goroutine per heartbeat. (The batch's
 // answer waits for every group, as it always has.)
-func (h *transportHub) serveHeartbeats(sc *serverConn, id uint32, entries []hbEntry) {
+func (h *transportHub) serveHeartbeats(sc *serverConn, id uint32, kind byte, entries []hbEntry) {
 	h.st.hbFramesRecv.Add(1)
 	h.st.hbRecv.Add(uint64(len(entries)))
 	if len(entries) == 0 {
-		sc.enqueue(encodeHeartbeatResults(id, nil))
+		sc.enqueue(encodeHeartbeatResults(kind, id, nil))
 		return
 	}
-	b := newHeartbeatBatch(sc, id, len(entries))
+	b := newHeartbeatBatch(sc, id, kind, len(entries))
 	var run []hbJob
 	for i, e := range entries {
 		gt := h.lookup(e.group)
@@ -276,6 +301,9 @@ func (h *transportHub) serveHeartbeats(sc *serverConn, id uint32, entries []hbEn
 		case !isHeartbeat(e.req):
 			b.set(i, hraft.RPCResponse{Error: fmt.Errorf("raft transport: batched request for %s is not a heartbeat", e.group)})
 		default:
+			if e.notice.commit > 0 {
+				gt.deliverNotice(e.req, e.notice)
+			}
 			fn := gt.heartbeatHandler()
 			if fn == nil {
 				gt.enqueue(inbound{cmd: e.req, batch: b, idx: i})

@@ -79,12 +79,12 @@ func (sc *serverConn) notRunning(group []byte) string {
 // dispatch decodes one request; an error means the frame was malformed.
 func (sc *serverConn) dispatch(typ byte, id uint32, body []byte) error {
 	d := tpDec{b: body}
-	if typ == tpHeartbeats {
-		entries := decodeHeartbeats(&d)
+	if typ == tpHeartbeats || typ == tpHeartbeatsCommit {
+		entries := decodeHeartbeats(&d, typ == tpHeartbeatsCommit)
 		if err := d.end(); err != nil {
 			return err
 		}
-		sc.h.serveHeartbeats(sc, id, entries)
+		sc.h.serveHeartbeats(sc, id, typ, entries)
 		return nil
 	}
 	group := d.group()
@@ -115,7 +115,7 @@ func (sc *serverConn) dispatch(typ byte, id uint32, body []byte) error {
 		// Not sent this way by this transport (heartbeats are batched),
 		// but answered the same way if it is.
 		if fn := gt.heartbeatHandler(); fn != nil {
-			b := newHeartbeatBatch(sc, id, 1)
+			b := newHeartbeatBatch(sc, id, typ, 1)
 			b.single = true
 			sc.h.wg.Add(1)
 			go gt.runHeartbeat(fn, a, b, 0)
@@ -132,18 +132,23 @@ func (sc *serverConn) dispatch(typ byte, id uint32, body []byte) error {
 }
 
 // inbound is one request waiting for its group's Consumer, and where its
-// answer goes: a connection (sc, id, typ) or a heartbeat batch slot.
+// answer goes: a connection (sc, id, typ), a heartbeat batch slot, or
+// nowhere (a commit notice).
 type inbound struct {
-	cmd   any
-	sc    *serverConn
-	id    uint32
-	typ   byte
-	batch *hbBatchIn
-	idx   int
-	wait  time.Duration // how long the answer may wait for company (tconn.queue)
+	cmd     any
+	sc      *serverConn
+	id      uint32
+	typ     byte
+	batch   *hbBatchIn
+	idx     int
+	wait    time.Duration // how long the answer may wait for company (tconn.queue)
+	discard bool          // nobody waits for the answer
 }
 
 func (in *inbound) reply(r hraft.RPCResponse) {
+	if in.discard {
+		return
+	}
 	if in.batch != nil {
 		in.batch.set(in.idx, r)
 		return

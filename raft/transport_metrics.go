@@ -43,6 +43,9 @@ type tpCounters struct {
 	writes                     atomic.Uint64 // writev calls of connection writers
 	hbFramesSent, hbFramesRecv atomic.Uint64
 	hbSent, hbRecv             atomic.Uint64
+	noticesSent                atomic.Uint64 // commit notices in heartbeat batches sent
+	noticesDelivered           atomic.Uint64 // commit notices handed to a group's Raft
+	noticesIdle                atomic.Uint64 // received for a group already that far
 	inbound, outbound          atomic.Int64
 	dials, dialFailures        atomic.Uint64
 	callsFailed                atomic.Uint64
@@ -59,6 +62,10 @@ type TransportStats struct {
 	Writes                                       uint64
 	HeartbeatFramesSent, HeartbeatFramesReceived uint64
 	HeartbeatsSent, HeartbeatsReceived           uint64
+	// Commit notices (transport_commit.go): sent with heartbeats,
+	// received and handed to the group's Raft, received for a group that
+	// had applied that far already.
+	CommitNoticesSent, CommitNoticesDelivered, CommitNoticesIdle uint64
 	// Connections open now (Connections = Inbound + Outbound), snapshot
 	// connections included.
 	Connections, InboundConnections, OutboundConnections int
@@ -92,7 +99,9 @@ func (h *transportHub) stats() TransportStats {
 		Writes:              st.writes.Load(),
 		HeartbeatFramesSent: st.hbFramesSent.Load(), HeartbeatFramesReceived: st.hbFramesRecv.Load(),
 		HeartbeatsSent: st.hbSent.Load(), HeartbeatsReceived: st.hbRecv.Load(),
-		Connections: in + out, InboundConnections: in, OutboundConnections: out,
+		CommitNoticesSent: st.noticesSent.Load(), CommitNoticesDelivered: st.noticesDelivered.Load(),
+		CommitNoticesIdle: st.noticesIdle.Load(),
+		Connections:       in + out, InboundConnections: in, OutboundConnections: out,
 		Dials: st.dials.Load(), DialFailures: st.dialFailures.Load(),
 		CallsFailed: st.callsFailed.Load(),
 		BadFrames:   st.badFrames.Load(),
@@ -173,8 +182,8 @@ func (met *transportMetrics) unregister() {
 
 // tpCollector reports the atomics at scrape time.
 type tpCollector struct {
-	h                                   *transportHub
-	frames, bytes, hbFrames, hbs, conns *prometheus.Desc
+	h                                            *transportHub
+	frames, bytes, hbFrames, hbs, notices, conns *prometheus.Desc
 }
 
 func newTpCollector(h *transportHub) *tpCollector {
@@ -189,6 +198,9 @@ func newTpCollector(h *transportHub) *tpCollector {
 			"Heartbeat batch frames, by direction.", dir, nil),
 		hbs: prometheus.NewDesc("weir_raft_transport_heartbeats_total",
 			"Heartbeats carried in batch frames, by direction; divided by the frames, the groups per frame.", dir, nil),
+		notices: prometheus.NewDesc("weir_raft_transport_commit_notices_total",
+			"Commit indexes carried with heartbeats to idle followers, by result (sent; received and delivered to the group; received for a group that had applied that far).",
+			[]string{"result"}, nil),
 		conns: prometheus.NewDesc("weir_raft_transport_connections",
 			"Open connections of the shared Raft transport, by direction (inbound, outbound).", dir, nil),
 	}
@@ -199,6 +211,7 @@ func (c *tpCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.bytes
 	ch <- c.hbFrames
 	ch <- c.hbs
+	ch <- c.notices
 	ch <- c.conns
 }
 
@@ -212,6 +225,9 @@ func (c *tpCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.bytes, st.bytesSent.Load(), st.bytesRecv.Load())
 	counter(c.hbFrames, st.hbFramesSent.Load(), st.hbFramesRecv.Load())
 	counter(c.hbs, st.hbSent.Load(), st.hbRecv.Load())
+	ch <- prometheus.MustNewConstMetric(c.notices, prometheus.CounterValue, float64(st.noticesSent.Load()), "sent")
+	ch <- prometheus.MustNewConstMetric(c.notices, prometheus.CounterValue, float64(st.noticesDelivered.Load()), "delivered")
+	ch <- prometheus.MustNewConstMetric(c.notices, prometheus.CounterValue, float64(st.noticesIdle.Load()), "already_applied")
 	ch <- prometheus.MustNewConstMetric(c.conns, prometheus.GaugeValue, float64(st.inbound.Load()), "inbound")
 	ch <- prometheus.MustNewConstMetric(c.conns, prometheus.GaugeValue, float64(st.outbound.Load()), "outbound")
 }

@@ -80,6 +80,9 @@ func (f *pipeFuture) complete(kind byte, body []byte, err error) {
 			err = decodeResponse(tpAppend, body, f.resp)
 		}
 	}
+	if err == nil && f.resp.Success {
+		f.pl.gt.commits.replicated(f.pl.p.key, f.args)
+	}
 	f.finish(err)
 }
 
