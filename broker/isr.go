@@ -373,12 +373,14 @@ func (b *Broker) balanceLeader(p *Partition, cp controller.Partition, now time.T
 		return
 	}
 	preferred := cp.Replicas[0]
-	isr := p.tracking.isr(b.node.NodeID, cp.Replicas, now, lagMax)
 	p.tracking.mu.Lock()
 	settled := now.Sub(p.tracking.since) >= leaderBalanceHoldoff
 	p.tracking.mu.Unlock()
-	reg, ok := v.Broker(preferred)
-	if !settled || !ok || !v.Live(preferred, now) || !slices.Contains(isr, preferred) || !p.tracking.caughtUp(preferred, p.HighWatermark()) {
+	if !settled {
+		return
+	}
+	reg, why := b.preferredReady(p, cp, v, now, lagMax)
+	if why != "" {
 		return
 	}
 	b.logger.Info("moving leadership to the preferred replica", "topic", p.topic.Name, "partition", p.Index, "to", preferred)

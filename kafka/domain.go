@@ -88,6 +88,13 @@ type security interface {
 	VerifyPassword(user, password string) bool
 }
 
+// operations are what the operator tools ask of the cluster:
+// ElectLeaders, DescribeLogDirs.
+type operations interface {
+	ElectPreferredLeaders(ctx context.Context, refs []broker.PartitionRef) []broker.ElectionResult
+	LogDirs(wanted func(topic string, partition int32) bool) []broker.LogDir
+}
+
 // domain is the broker as the handlers reach it, a family at a time.
 type domain struct {
 	cluster    clusterView
@@ -97,8 +104,9 @@ type domain struct {
 	groups     groupCoordination
 	props      clusterProperties
 	security   security
+	operations operations
 }
 
 func domainOf(b *broker.Broker) domain {
-	return domain{cluster: b, topics: b, topicAdmin: b, records: b, groups: b, props: b, security: b}
+	return domain{cluster: b, topics: b, topicAdmin: b, records: b, groups: b, props: b, security: b, operations: b}
 }

@@ -1,0 +1,169 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/broker"
+)
+
+// fakeOperations answers elections from a table and records what it was
+// asked.
+type fakeOperations struct {
+	operations
+	asked   [][]broker.PartitionRef
+	results map[broker.PartitionRef]error
+}
+
+func (f *fakeOperations) ElectPreferredLeaders(_ context.Context, refs []broker.PartitionRef) []broker.ElectionResult {
+	f.asked = append(f.asked, refs)
+	var out []broker.ElectionResult
+	for _, r := range refs {
+		out = append(out, broker.ElectionResult{PartitionRef: r, Err: f.results[r]})
+	}
+	return out
+}
+
+// ElectLeaders asks the broker for preferred elections only, answers each
+// partition with its own outcome grouped by topic, refuses unclean and
+// unknown election types without asking, and refuses everything to a
+// principal without ALTER on the cluster (top level from v1, per
+// partition in v0).
+func TestElectLeadersAgainstFakes(t *testing.T) {
+	ops := &fakeOperations{results: map[broker.PartitionRef]error{
+		{Topic: "a", Partition: 1}: fmt.Errorf("%w: broker 2 already leads a/1", kerr.ElectionNotNeeded),
+		{Topic: "b", Partition: 0}: fmt.Errorf("%w: not in sync", kerr.PreferredLeaderNotAvailable),
+	}}
+	sec := &fakeSecurity{allowed: []string{"User:admin"}}
+	s := &Server{domain: domain{security: sec, operations: ops}, logger: slog.New(slog.DiscardHandler), opts: Options{ConnectionMaxInflightRequests: 6}}
+	request := func(version int16, typ int8) *kmsg.ElectLeadersRequest {
+		req := kmsg.NewPtrElectLeadersRequest()
+		req.Version, req.ElectionType, req.TimeoutMillis = version, typ, 1000
+		for _, tp := range []struct {
+			topic string
+			parts []int32
+		}{{"a", []int32{0, 1}}, {"b", []int32{0}}} {
+			rt := kmsg.NewElectLeadersRequestTopic()
+			rt.Topic, rt.Partitions = tp.topic, tp.parts
+			req.Topics = append(req.Topics, rt)
+		}
+		return req
+	}
+	codes := func(resp *kmsg.ElectLeadersResponse) map[string]int16 {
+		out := map[string]int16{}
+		for _, rt := range resp.Topics {
+			for _, p := range rt.Partitions {
+				out[fmt.Sprintf("%s/%d", rt.Topic, p.Partition)] = p.ErrorCode
+			}
+		}
+		return out
+	}
+
+	kresp, err := s.handleElectLeaders(fakeConn(t, s, "User:admin"), request(2, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := codes(kresp.(*kmsg.ElectLeadersResponse))
+	want := map[string]int16{"a/0": 0, "a/1": kerr.ElectionNotNeeded.Code, "b/0": kerr.PreferredLeaderNotAvailable.Code}
+	if fmt.Sprint(got) != fmt.Sprint(want) || len(ops.asked) != 1 || len(ops.asked[0]) != 3 {
+		t.Fatalf("preferred election: %v (asked %v), want %v", got, ops.asked, want)
+	}
+	if len(kresp.(*kmsg.ElectLeadersResponse).Topics) != 2 {
+		t.Fatalf("results not grouped by topic: %+v", kresp)
+	}
+
+	for _, typ := range []int8{1, 7} {
+		kresp, err = s.handleElectLeaders(fakeConn(t, s, "User:admin"), request(2, typ))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p, code := range codes(kresp.(*kmsg.ElectLeadersResponse)) {
+			if code != kerr.InvalidRequest.Code {
+				t.Errorf("election type %d: %s answered %d, want INVALID_REQUEST", typ, p, code)
+			}
+		}
+	}
+	if len(ops.asked) != 1 {
+		t.Fatalf("refused election types reached the broker: %v", ops.asked)
+	}
+
+	kresp, err = s.handleElectLeaders(fakeConn(t, s, "User:mallory"), request(2, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := kresp.(*kmsg.ElectLeadersResponse); r.ErrorCode != kerr.ClusterAuthorizationFailed.Code || len(r.Topics) != 0 {
+		t.Errorf("unauthorized v2: %+v", r)
+	}
+	kresp, err = s.handleElectLeaders(fakeConn(t, s, "User:mallory"), request(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, code := range codes(kresp.(*kmsg.ElectLeadersResponse)) {
+		if code != kerr.ClusterAuthorizationFailed.Code {
+			t.Errorf("unauthorized v0: %s answered %d", p, code)
+		}
+	}
+	if len(ops.asked) != 1 {
+		t.Fatalf("unauthorized elections reached the broker: %v", ops.asked)
+	}
+}
+
+func (f *fakeOperations) LogDirs(wanted func(string, int32) bool) []broker.LogDir {
+	d := broker.LogDir{Path: "/data/topics", TotalBytes: 100, UsableBytes: 40}
+	for _, r := range []broker.ReplicaLog{{Topic: "a", Partition: 0, Size: 10}, {Topic: "a", Partition: 1, Size: 11}, {Topic: "b", Partition: 0, Size: 12, OffsetLag: 3}} {
+		if wanted == nil || wanted(r.Topic, r.Partition) {
+			d.Replicas = append(d.Replicas, r)
+		}
+	}
+	return []broker.LogDir{d}
+}
+
+// DescribeLogDirs lists the replicas the request names (all when it
+// names none) grouped by topic, and nothing to a principal without
+// DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED from v3).
+func TestDescribeLogDirsAgainstFakes(t *testing.T) {
+	sec := &fakeSecurity{allowed: []string{"User:admin"}}
+	s := &Server{domain: domain{security: sec, operations: &fakeOperations{}}, logger: slog.New(slog.DiscardHandler), opts: Options{ConnectionMaxInflightRequests: 6}}
+	req := kmsg.NewPtrDescribeLogDirsRequest()
+	req.Version = 4
+	kresp, err := s.handleDescribeLogDirs(fakeConn(t, s, "User:admin"), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := kresp.(*kmsg.DescribeLogDirsResponse)
+	if len(resp.Dirs) != 1 || resp.Dirs[0].Dir != "/data/topics" || resp.Dirs[0].TotalBytes != 100 || len(resp.Dirs[0].Topics) != 2 ||
+		len(resp.Dirs[0].Topics[0].Partitions) != 2 || resp.Dirs[0].Topics[1].Partitions[0].OffsetLag != 3 {
+		t.Fatalf("all replicas: %+v", resp.Dirs)
+	}
+	rt := kmsg.NewDescribeLogDirsRequestTopic()
+	rt.Topic, rt.Partitions = "a", []int32{1}
+	req.Topics = append(req.Topics, rt)
+	kresp, err = s.handleDescribeLogDirs(fakeConn(t, s, "User:admin"), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp = kresp.(*kmsg.DescribeLogDirsResponse)
+	if len(resp.Dirs[0].Topics) != 1 || len(resp.Dirs[0].Topics[0].Partitions) != 1 || resp.Dirs[0].Topics[0].Partitions[0].Size != 11 {
+		t.Fatalf("named replica: %+v", resp.Dirs)
+	}
+	for _, v := range []int16{1, 3} {
+		req.Version = v
+		kresp, err = s.handleDescribeLogDirs(fakeConn(t, s, "User:mallory"), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp = kresp.(*kmsg.DescribeLogDirsResponse)
+		want := int16(0)
+		if v >= 3 {
+			want = kerr.ClusterAuthorizationFailed.Code
+		}
+		if len(resp.Dirs) != 0 || resp.ErrorCode != want {
+			t.Errorf("unauthorized v%d: error %d dirs %+v", v, resp.ErrorCode, resp.Dirs)
+		}
+	}
+}
