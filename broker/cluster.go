@@ -76,7 +76,7 @@ func (b *Broker) registerClusterServices(mux *raft.Mux, addr string) error {
 	propose := func(ctx context.Context, _ string, req []byte) ([]byte, error) {
 		return json.Marshal(b.handlePropose(ctx, req))
 	}
-	for name, h := range map[string]raft.Handler{serviceHello: hello, serviceJoin: join, servicePropose: propose, servicePartitionRead: b.servePartitionRead, servicePartitionProgress: b.servePartitionProgress, servicePartitionElect: b.servePartitionElect, serviceConfigStatus: b.serveConfigStatus} {
+	for name, h := range map[string]raft.Handler{serviceHello: hello, serviceJoin: join, servicePropose: propose, servicePartitionRead: b.servePartitionRead, servicePartitionProgress: b.servePartitionProgress, servicePartitionElect: b.servePartitionElect, serviceControllerQuorum: b.serveControllerQuorum, serviceConfigStatus: b.serveConfigStatus} {
 		if err := mux.Handle(name, h); err != nil {
 			return err
 		}

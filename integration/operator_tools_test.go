@@ -151,6 +151,33 @@ func TestOperatorTools(t *testing.T) {
 		}
 	}
 
+	// The controller quorum, asked of a broker that may not lead it.
+	qreq := kmsg.NewPtrDescribeQuorumRequest()
+	qt := kmsg.NewDescribeQuorumRequestTopic()
+	qt.Topic = "__cluster_metadata"
+	qt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+	qreq.Topics = append(qreq.Topics, qt)
+	controllerID := waitClusterView(t, bs, 10*time.Second)
+	for _, b := range bs {
+		resp, err := ask(t, b, qreq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qr := resp.(*kmsg.DescribeQuorumResponse)
+		if qr.ErrorCode != 0 || len(qr.Topics) != 1 || len(qr.Topics[0].Partitions) != 1 {
+			t.Fatalf("DescribeQuorum to node %d: %+v", b.NodeID, qr)
+		}
+		qp := qr.Topics[0].Partitions[0]
+		if qp.ErrorCode != 0 || qp.LeaderID != controllerID || qp.HighWatermark <= 0 || len(qp.CurrentVoters)+len(qp.Observers) != len(bs) || len(qr.Nodes) != len(bs) {
+			t.Errorf("DescribeQuorum to node %d: %+v nodes %+v (controller %d)", b.NodeID, qp, qr.Nodes, controllerID)
+		}
+		for _, v := range qp.CurrentVoters {
+			if v.LogEndOffset <= 0 || v.LastFetchTimestamp <= 0 {
+				t.Errorf("DescribeQuorum to node %d: voter %+v", b.NodeID, v)
+			}
+		}
+	}
+
 	// Kafka's own tools, unchanged.
 	t.Run("kafka-tools", func(t *testing.T) {
 		if _, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, nil); err != nil {
@@ -174,6 +201,17 @@ func TestOperatorTools(t *testing.T) {
 		}
 		if !slices.ContainsFunc(strings.Split(out, "\n"), func(l string) bool { return strings.HasPrefix(l, `{"brokers":[`) }) {
 			t.Errorf("kafka-log-dirs printed no JSON description:\n%s", out)
+		}
+		out, err = kafkaTool(t, "org.apache.kafka.tools.MetadataQuorumCommand",
+			"--bootstrap-server", kafkaAddrs(bs)[1], "describe", "--status")
+		if err != nil || !strings.Contains(out, fmt.Sprintf("LeaderId:               %d", controllerID)) || !strings.Contains(out, "CurrentVoters:") {
+			t.Errorf("kafka-metadata-quorum describe --status: %v\n%s", err, out)
+		}
+		t.Logf("kafka-metadata-quorum describe --status:\n%s", out)
+		out, err = kafkaTool(t, "org.apache.kafka.tools.MetadataQuorumCommand",
+			"--bootstrap-server", kafkaAddrs(bs)[2], "describe", "--replication", "--human-readable")
+		if err != nil || !strings.Contains(out, "Leader") || !strings.Contains(out, "ms ago") {
+			t.Errorf("kafka-metadata-quorum describe --replication: %v\n%s", err, out)
 		}
 	})
 }

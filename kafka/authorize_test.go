@@ -660,6 +660,7 @@ func TestEveryAPIAuthorized(t *testing.T) {
 		"DeleteAcls":                   "TestDeleteAclsNeedsClusterAlter",
 		"ElectLeaders":                 "TestElectLeadersAgainstFakes",
 		"DescribeLogDirs":              "TestDescribeLogDirsAgainstFakes",
+		"DescribeQuorum":               "TestDescribeQuorumAgainstFakes",
 	}
 	for _, a := range new(Server).newAPITable() {
 		if a.name == "" || unchecked[a.name] {

@@ -89,10 +89,11 @@ type security interface {
 }
 
 // operations are what the operator tools ask of the cluster:
-// ElectLeaders, DescribeLogDirs.
+// ElectLeaders, DescribeLogDirs, DescribeQuorum.
 type operations interface {
 	ElectPreferredLeaders(ctx context.Context, refs []broker.PartitionRef) []broker.ElectionResult
 	LogDirs(wanted func(topic string, partition int32) bool) []broker.LogDir
+	ControllerQuorum(ctx context.Context) (broker.QuorumInfo, error)
 }
 
 // domain is the broker as the handlers reach it, a family at a time.

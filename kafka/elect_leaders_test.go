@@ -167,3 +167,56 @@ func TestDescribeLogDirsAgainstFakes(t *testing.T) {
 		}
 	}
 }
+
+func (f *fakeOperations) ControllerQuorum(context.Context) (broker.QuorumInfo, error) {
+	return broker.QuorumInfo{LeaderID: 1, LeaderEpoch: 7, HighWatermark: 42,
+		Voters:    []broker.QuorumReplica{{NodeID: 1, Addr: "127.0.0.1:9001", LogEndOffset: 42, LastFetchMs: 5, LastCaughtUpMs: 5}, {NodeID: 2, Addr: "127.0.0.1:9002", LogEndOffset: 40, LastFetchMs: -1, LastCaughtUpMs: -1}},
+		Observers: []broker.QuorumReplica{{NodeID: 3, Addr: "127.0.0.1:9003", LogEndOffset: 12, LastFetchMs: 4, LastCaughtUpMs: 3}},
+	}, nil
+}
+
+// DescribeQuorum describes __cluster_metadata/0 from the controller
+// group's leader, with each member's endpoint from v2, answers any other
+// partition UNKNOWN_TOPIC_OR_PARTITION, and refuses a principal without
+// DESCRIBE on the cluster.
+func TestDescribeQuorumAgainstFakes(t *testing.T) {
+	sec := &fakeSecurity{allowed: []string{"User:admin"}}
+	s := &Server{domain: domain{security: sec, operations: &fakeOperations{}}, logger: slog.New(slog.DiscardHandler), opts: Options{ConnectionMaxInflightRequests: 6}}
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	req.Version = 2
+	for _, name := range []string{"__cluster_metadata", "other"} {
+		rt := kmsg.NewDescribeQuorumRequestTopic()
+		rt.Topic = name
+		for _, p := range []int32{0, 1} {
+			rp := kmsg.NewDescribeQuorumRequestTopicPartition()
+			rp.Partition = p
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	kresp, err := s.handleDescribeQuorum(fakeConn(t, s, "User:admin"), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := kresp.(*kmsg.DescribeQuorumResponse)
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 || p.LeaderID != 1 || p.LeaderEpoch != 7 || p.HighWatermark != 42 || len(p.CurrentVoters) != 2 || len(p.Observers) != 1 ||
+		p.CurrentVoters[1].LastFetchTimestamp != -1 || p.Observers[0].LogEndOffset != 12 {
+		t.Fatalf("metadata partition: %+v", p)
+	}
+	for _, bad := range []kmsg.DescribeQuorumResponseTopicPartition{resp.Topics[0].Partitions[1], resp.Topics[1].Partitions[0], resp.Topics[1].Partitions[1]} {
+		if bad.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+			t.Errorf("partition %d answered %d", bad.Partition, bad.ErrorCode)
+		}
+	}
+	if len(resp.Nodes) != 3 || resp.Nodes[2].NodeID != 3 || resp.Nodes[2].Listeners[0].Port != 9003 || resp.Nodes[2].Listeners[0].Name != "CONTROLLER" {
+		t.Errorf("nodes: %+v", resp.Nodes)
+	}
+	kresp, err = s.handleDescribeQuorum(fakeConn(t, s, "User:mallory"), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := kresp.(*kmsg.DescribeQuorumResponse); r.ErrorCode != kerr.ClusterAuthorizationFailed.Code || len(r.Topics) != 0 {
+		t.Errorf("unauthorized: %+v", r)
+	}
+}

@@ -3,6 +3,7 @@ package raft
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	hraft "github.com/hashicorp/raft"
 )
@@ -54,6 +55,9 @@ type followerMatch struct {
 	index      uint64 // the follower's log matches the leader's up to here
 	indexTerm  uint64 // the term of the entry at index
 	commitSent uint64 // the highest commit index the follower was told
+	// lastAck is when the follower last acknowledged an append;
+	// caughtUp when such an append reached the leader's applied index.
+	lastAck, caughtUp time.Time
 }
 
 // commitTracker is a group transport's commit-notice state: the Raft's
@@ -101,13 +105,30 @@ func (ct *commitTracker) replicated(target string, a *hraft.AppendEntriesRequest
 	if n := len(a.Entries); n > 0 {
 		index, term = a.Entries[n-1].Index, a.Entries[n-1].Term
 	}
+	applied, _ := ct.appliedIndex()
+	now := time.Now()
 	ct.mu.Lock()
 	fm := ct.follower(target, a.Term)
 	if index > fm.index {
 		fm.index, fm.indexTerm = index, term
 	}
 	fm.commitSent = max(fm.commitSent, a.LeaderCommitIndex)
+	fm.lastAck = now
+	if index >= applied {
+		fm.caughtUp = now
+	}
 	ct.mu.Unlock()
+}
+
+// progressOf is what was learned of target in term.
+func (ct *commitTracker) progressOf(target string, term uint64) (followerMatch, bool) {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	fm := ct.byPeer[target]
+	if fm == nil || fm.term != term {
+		return followerMatch{}, false
+	}
+	return *fm, true
 }
 
 // notice is what a heartbeat of term to target should carry, if anything.

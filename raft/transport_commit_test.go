@@ -1,6 +1,7 @@
 package raft
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -86,5 +87,41 @@ func TestCommitTrackerRules(t *testing.T) {
 	applied = 44
 	if n := ct.notice("p", 4); n.commit != 44 {
 		t.Errorf("notice above the leader's applied index: %+v", n)
+	}
+}
+
+// TestQuorumDescribesMembers: the leader describes every member with how
+// far its log matches and when it last acknowledged an append; anywhere
+// else Quorum is ErrNotLeader.
+func TestQuorumDescribesMembers(t *testing.T) {
+	nodes := newNodes(t, 3)
+	ms := startGroup(t, nodes, "quorum", fastConfig)
+	want := applyN(t, ms, 3)
+	converge(t, ms, fsmState{Sum: want, Count: 3}, 10*time.Second)
+	l := leader(t, ms, 10*time.Second)
+	start := time.Now()
+	var q QuorumState
+	waitFor(t, 10*time.Second, "every member described at the leader's last index", func() bool {
+		var err error
+		if q, err = l.g.Quorum(); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range q.Replicas {
+			if r.LogEnd != l.g.raft.LastIndex() || r.LastContact.Before(start) || r.CaughtUp.IsZero() {
+				return false
+			}
+		}
+		return len(q.Replicas) == 3
+	})
+	if q.LeaderID != l.node.id || q.Term != l.g.Term() || q.CommitIndex < l.g.AppliedIndex() {
+		t.Errorf("quorum %+v: leader %s term %d applied %d", q, l.node.id, l.g.Term(), l.g.AppliedIndex())
+	}
+	for _, m := range ms {
+		if m == l {
+			continue
+		}
+		if _, err := m.g.Quorum(); !errors.Is(err, ErrNotLeader) {
+			t.Errorf("Quorum on follower %s: %v", m.node.id, err)
+		}
 	}
 }
