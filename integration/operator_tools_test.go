@@ -151,6 +151,25 @@ func TestOperatorTools(t *testing.T) {
 		}
 	}
 
+	// The idempotent producer that wrote the records, as each leader
+	// remembers it.
+	prods, err := adm.DescribeProducers(ctx, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(partitions) {
+		pp, ok := prods[topic].Partitions[p]
+		if !ok || pp.Err != nil || len(pp.ActiveProducers) != 1 {
+			t.Errorf("DescribeProducers %s/%d: %+v", topic, p, pp)
+			continue
+		}
+		for _, ap := range pp.ActiveProducers {
+			if ap.ProducerID < 0 || ap.LastSequence != 49 || ap.LastTimestamp <= 0 || ap.CurrentTxnStartOffset != -1 {
+				t.Errorf("DescribeProducers %s/%d: %+v", topic, p, ap)
+			}
+		}
+	}
+
 	// The controller quorum, asked of a broker that may not lead it.
 	qreq := kmsg.NewPtrDescribeQuorumRequest()
 	qt := kmsg.NewDescribeQuorumRequestTopic()
@@ -208,6 +227,11 @@ func TestOperatorTools(t *testing.T) {
 			t.Errorf("kafka-metadata-quorum describe --status: %v\n%s", err, out)
 		}
 		t.Logf("kafka-metadata-quorum describe --status:\n%s", out)
+		out, err = kafkaTool(t, "org.apache.kafka.tools.TransactionsCommand",
+			"--bootstrap-server", kafkaAddrs(bs)[0], "describe-producers", "--topic", topic, "--partition", "0")
+		if err != nil || !strings.Contains(out, "ProducerId") || !strings.Contains(out, "49") {
+			t.Errorf("kafka-transactions describe-producers: %v\n%s", err, out)
+		}
 		out, err = kafkaTool(t, "org.apache.kafka.tools.MetadataQuorumCommand",
 			"--bootstrap-server", kafkaAddrs(bs)[2], "describe", "--replication", "--human-readable")
 		if err != nil || !strings.Contains(out, "Leader") || !strings.Contains(out, "ms ago") {

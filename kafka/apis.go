@@ -78,6 +78,7 @@ func (s *Server) newAPITable() apiTable {
 		{key: 50, name: "DescribeUserScramCredentials", min: 0, max: 0, handle: s.handleDescribeUserScramCredentials},
 		{key: 51, name: "AlterUserScramCredentials", min: 0, max: 0, handle: s.handleAlterUserScramCredentials},
 		{key: 60, name: "DescribeCluster", min: 0, max: 2, handle: s.handleDescribeCluster},
+		{key: 61, name: "DescribeProducers", min: 0, max: 0, handle: s.handleDescribeProducers},
 	}
 	var maxKey int16
 	for _, a := range list {

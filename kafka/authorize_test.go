@@ -661,6 +661,7 @@ func TestEveryAPIAuthorized(t *testing.T) {
 		"ElectLeaders":                 "TestElectLeadersAgainstFakes",
 		"DescribeLogDirs":              "TestDescribeLogDirsAgainstFakes",
 		"DescribeQuorum":               "TestDescribeQuorumAgainstFakes",
+		"DescribeProducers":            "TestDescribeProducersAuthorization",
 	}
 	for _, a := range new(Server).newAPITable() {
 		if a.name == "" || unchecked[a.name] {

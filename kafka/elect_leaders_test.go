@@ -220,3 +220,35 @@ func TestDescribeQuorumAgainstFakes(t *testing.T) {
 		t.Errorf("unauthorized: %+v", r)
 	}
 }
+
+// noTopics is a catalog without topics.
+type noTopics struct{ topicCatalog }
+
+func (noTopics) Topic(string) *broker.Topic { return nil }
+
+// DescribeProducers refuses a topic to a principal without READ on it
+// (TOPIC_AUTHORIZATION_FAILED for each partition) before looking it up,
+// and answers an unknown one UNKNOWN_TOPIC_OR_PARTITION.
+func TestDescribeProducersAuthorization(t *testing.T) {
+	sec := &fakeSecurity{allowed: []string{"User:admin"}}
+	s := &Server{domain: domain{security: sec, topics: noTopics{}}, logger: slog.New(slog.DiscardHandler), opts: Options{ConnectionMaxInflightRequests: 6}}
+	req := kmsg.NewPtrDescribeProducersRequest()
+	rt := kmsg.NewDescribeProducersRequestTopic()
+	rt.Topic, rt.Partitions = "orders", []int32{0, 1}
+	req.Topics = append(req.Topics, rt)
+	for principal, want := range map[string]int16{"User:admin": kerr.UnknownTopicOrPartition.Code, "User:mallory": kerr.TopicAuthorizationFailed.Code} {
+		kresp, err := s.handleDescribeProducers(fakeConn(t, s, principal), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := kresp.(*kmsg.DescribeProducersResponse)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 {
+			t.Fatalf("%s: %+v", principal, resp.Topics)
+		}
+		for _, p := range resp.Topics[0].Partitions {
+			if p.ErrorCode != want {
+				t.Errorf("%s: partition %d answered %d, want %d", principal, p.Partition, p.ErrorCode, want)
+			}
+		}
+	}
+}
