@@ -77,12 +77,9 @@ type Broker struct {
 	// process started with them (see ConfigStatus.Restart).
 	startProps atomic.Pointer[map[string]string]
 
-	// mu guards the topic table, the local materialisation of the
-	// controller's view. Partitions have their own locks for their data.
-	mu     sync.RWMutex
-	byName map[string]*Topic
-	byID   map[controller.TopicID]*Topic
-	closed bool
+	// TopicTable is the topics and their local partitions as the
+	// controller's view assigns them (topics.go, topicconfig.go).
+	TopicTable
 
 	producerMu sync.Mutex
 	producer   producerIDs
@@ -127,13 +124,21 @@ func Open(opts Options) (*Broker, error) {
 		props:      props,
 		now:        opts.Now,
 		logFS:      opts.LogFS,
-		byName:     map[string]*Topic{},
-		byID:       map[controller.TopicID]*Topic{},
 		stop:       make(chan struct{}),
 	}
 	view := func() *controller.View { return b.ctrl.state.View() }
 	b.Security = newSecurity(props, view, b.propose, opts.Logger)
 	b.Enterprise = newEnterprise(props, view, b.propose, opts.Logger, opts.Now, opts.LicenseKeys, opts.Registerer)
+	b.TopicTable = newTopicTable(topicTableDeps{
+		dataDir: opts.Node.DataDir, props: props, logger: opts.Logger, now: opts.Now, logFS: opts.LogFS, view: view,
+		propose: b.propose,
+		commit: func(ctx context.Context, cmd controller.Command) (controller.Result, error) {
+			return b.proposeCtx(ctx, cmd, false)
+		},
+		check:          b.check,
+		waitReconciled: func(ctx context.Context, index uint64) error { return b.ctrl.waitReconciled(ctx, index, b.stop) },
+		stop:           b.stop,
+	})
 	b.ClusterView = newClusterView(opts.Node.NodeID, view, func() (string, string) { return b.ctrl.group.Leader() })
 	fail := func(err error) (*Broker, error) {
 		b.Close()
@@ -182,18 +187,14 @@ func newClusterID() string {
 // Close stops background work, the group coordinator and the controller
 // group, and closes every log, flushing it.
 func (b *Broker) Close() error {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
+	if !b.shut() {
 		return nil
 	}
-	b.closed = true
 	select {
 	case <-b.stop:
 	default:
 		close(b.stop)
 	}
-	b.mu.Unlock()
 	b.done.Wait()
 	if c := b.groups.Load(); c != nil {
 		c.Close()
@@ -205,37 +206,7 @@ func (b *Broker) Close() error {
 	if b.ctrl != nil {
 		errs = append(errs, b.ctrl.mux.Close())
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return errors.Join(append(errs, b.closeTopics())...)
-}
-
-// closeTopics stops every replica, all at once: each waits for its Raft
-// group to shut down.
-func (b *Broker) closeTopics() error {
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-	)
-	for _, t := range b.byName {
-		for _, p := range t.partitions() {
-			if p == nil {
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := p.close(); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}()
-		}
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return errors.Join(append(errs, b.closeReplicas())...)
 }
 
 // NodeID is this broker's id.
@@ -251,11 +222,7 @@ func (b *Broker) Node() config.Node { return b.node }
 func (b *Broker) Properties() *config.Values { return b.props }
 
 // Ready reports whether the broker serves requests.
-func (b *Broker) Ready() bool {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return !b.closed
-}
+func (b *Broker) Ready() bool { return !b.isClosed() }
 
 // every runs fn every interval on its own goroutine until the broker
 // stops.

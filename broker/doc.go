@@ -18,6 +18,10 @@
 //     (cluster_view.go);
 //   - Enterprise: the licence, the value each property takes effect
 //     with, and the property watchers (license.go, watch.go);
+//   - TopicTable: the topics and their local partitions as the
+//     controller's view assigns them, changes to them through the
+//     controller, and the configs their logs resolve from (topics.go,
+//     topicconfig.go);
 //   - a Partition per local replica: its log, Raft group, apply, ISR
 //     tracking, epochs and checkpoints (partition.go, replica_fsm.go,
 //     replication.go, isr.go, epochs.go);
@@ -26,8 +30,9 @@
 //   - the group coordinator (broker/group) and the controller's state
 //     (broker/controller).
 //
-// Its own methods are the topic table (topics.go, reconcile.go),
-// produce (produce.go), fetch planning (fetch.go, follower_fetch.go),
+// Its own methods are applying the controller's views (reconcile.go),
+// opening and closing replicas (replication.go, isr.go), produce
+// (produce.go), fetch planning (fetch.go, follower_fetch.go),
 // joining the cluster (cluster.go, controller.go) and changing the
 // cluster's properties (clusterconfig.go).
 //
@@ -35,7 +40,7 @@
 //
 // A lock may be taken while holding one above it, never one below:
 //
-//	Broker.mu              the topic table (byName, byID)
+//	TopicTable.mu          the topic table (byName, byID) and closed
 //	Partition.appendMu     the log and what is derived from it: the apply
 //	                       goroutine, restore, retention, checkpoints
 //	Partition.ckptMu       the newest checkpoint and its file

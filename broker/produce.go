@@ -2,12 +2,10 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/log"
 )
 
@@ -85,31 +83,6 @@ func (b *Broker) StartProduce(ctx context.Context, topic string, partition int32
 func (pa PendingAppend) Wait(ctx context.Context) (AppendResult, error) {
 	res, err := pa.entry.wait(ctx)
 	return res.append, err
-}
-
-// autoCreate creates a topic on first use when the cluster allows it.
-func (b *Broker) autoCreate(name string) (*Topic, error) {
-	if !b.props.Bool("auto_create_topics_enabled") {
-		return nil, fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, name)
-	}
-	t, err := b.CreateTopic(CreateTopicRequest{Name: name})
-	if errors.Is(err, kerr.TopicAlreadyExists) {
-		if t = b.Topic(name); t != nil {
-			return t, nil
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
-// AutoCreate is autoCreate for Metadata requests that allow it.
-func (b *Broker) AutoCreate(name string) (*Topic, error) {
-	if err := controller.ValidateTopicName(name); err != nil {
-		return nil, err
-	}
-	return b.autoCreate(name)
 }
 
 // checkProducedBatches applies the rules Kafka applies to batches from

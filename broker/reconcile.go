@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -24,53 +23,7 @@ func (b *Broker) reconcile(v *controller.View) {
 	if propsChanged || b.license.verified.Load() != licenseBefore {
 		b.fireWatchers()
 	}
-	var removed []*Topic
-	b.mu.Lock()
-	wanted := map[controller.TopicID]bool{}
-	for _, ct := range v.Topics() {
-		id := ct.ID
-		wanted[id] = true
-		t := b.byID[id]
-		if t == nil {
-			t = &Topic{Name: ct.Name, ID: id, ReplicationFactor: int16(ct.ReplicationFactor())}
-			empty := []*Partition{}
-			t.parts.Store(&empty)
-			t.configs.Store(&map[string]string{})
-			b.byName[t.Name] = t
-			b.byID[id] = t
-		}
-		if topicChanged := !maps.Equal(t.Configs(), ct.Configs); topicChanged || propsChanged {
-			if topicChanged {
-				configs := maps.Clone(ct.Configs)
-				if configs == nil {
-					configs = map[string]string{}
-				}
-				t.configs.Store(&configs)
-			}
-			cfg := b.logConfigFor(t)
-			for _, p := range t.partitions() {
-				if p != nil {
-					p.setConfig(cfg)
-				}
-			}
-		}
-		b.openAssigned(t, ct, v)
-	}
-	for id, t := range b.byID {
-		if !wanted[id] {
-			delete(b.byID, id)
-			delete(b.byName, t.Name)
-			for _, p := range t.partitions() {
-				if p != nil {
-					p.markDeleted()
-					p.close()
-					b.removeReplicaFiles(p)
-				}
-			}
-			removed = append(removed, t)
-		}
-	}
-	b.mu.Unlock()
+	removed := b.TopicTable.apply(v, propsChanged, func(t *Topic, ct *controller.Topic) { b.openAssigned(t, ct, v) }, b.removeReplicaFiles)
 
 	// Files and offsets go after the table lock is released: the group
 	// coordinator's loops look topics up.
@@ -86,8 +39,8 @@ func (b *Broker) reconcile(v *controller.View) {
 }
 
 // openAssigned opens the partitions of ct this node holds a replica of
-// that are not open yet; b.mu is held. A partition hosted elsewhere stays
-// nil in the table.
+// that are not open yet; the topic table's lock is held. A partition
+// hosted elsewhere stays nil in the table.
 func (b *Broker) openAssigned(t *Topic, ct *controller.Topic, v *controller.View) {
 	have := t.partitions()
 	if len(have) >= len(ct.Partitions) {

@@ -218,7 +218,7 @@ func (p *Partition) close() error {
 // that finished starting answers produce and fetch at once.
 func (b *Broker) awaitReplicaLeaders() {
 	self := strconv.Itoa(int(b.node.NodeID))
-	settled := b.waitFor(leaderWait, func() bool {
+	settled := waitFor(b.stop, leaderWait, func() bool {
 		for _, p := range b.localReplicas() {
 			if p.failure() != nil {
 				continue
