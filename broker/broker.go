@@ -22,6 +22,7 @@ import (
 	"github.com/weir-broker/weir/coalescer"
 	"github.com/weir-broker/weir/config"
 	"github.com/weir-broker/weir/log"
+	"github.com/weir-broker/weir/raft"
 )
 
 // Options are what a Broker needs from the process that runs it.
@@ -80,15 +81,15 @@ type Broker struct {
 	// TopicTable is the topics and their local partitions as the
 	// controller's view assigns them (topics.go, topicconfig.go).
 	TopicTable
+	// Replicas are the partition replicas the topic table holds, their
+	// Raft groups and leadership (replication.go, isr.go).
+	Replicas
 
 	producerMu sync.Mutex
 	producer   producerIDs
 
 	// groups is the group coordinator, set once __consumer_offsets exists.
 	groups atomic.Pointer[group.Coordinator]
-
-	// replicas indexes the running partition replicas by Raft group name.
-	replicas sync.Map
 
 	stop chan struct{}
 	done sync.WaitGroup
@@ -131,13 +132,19 @@ func Open(opts Options) (*Broker, error) {
 	b.Enterprise = newEnterprise(props, view, b.propose, opts.Logger, opts.Now, opts.LicenseKeys, opts.Registerer)
 	b.TopicTable = newTopicTable(topicTableDeps{
 		dataDir: opts.Node.DataDir, props: props, logger: opts.Logger, now: opts.Now, logFS: opts.LogFS, view: view,
-		propose: b.propose,
+		propose: b.propose, check: b.check, stop: b.stop,
+
 		commit: func(ctx context.Context, cmd controller.Command) (controller.Result, error) {
 			return b.proposeCtx(ctx, cmd, false)
 		},
-		check:          b.check,
 		waitReconciled: func(ctx context.Context, index uint64) error { return b.ctrl.waitReconciled(ctx, index, b.stop) },
-		stop:           b.stop,
+	})
+	b.Replicas = newReplicas(replicaDeps{
+		node: opts.Node, props: props, logger: opts.Logger, view: view, propose: b.propose,
+		topicDir: b.topicDir, logConfig: b.logConfigFor, groups: b.Groups, stop: b.stop, done: &b.done,
+
+		mux:         func() *raft.Mux { return b.ctrl.mux },
+		incarnation: func() controller.IncarnationID { return b.ctrl.incarnation },
 	})
 	b.ClusterView = newClusterView(opts.Node.NodeID, view, func() (string, string) { return b.ctrl.group.Leader() })
 	fail := func(err error) (*Broker, error) {

@@ -22,6 +22,10 @@
 //     controller's view assigns them, changes to them through the
 //     controller, and the configs their logs resolve from (topics.go,
 //     topicconfig.go);
+//   - Replicas: opening the replicas the controller's view assigns
+//     here, their Raft groups' members and leadership, copying records
+//     from a leader, and the leaders' upkeep of their followers and ISRs
+//     (replication.go, isr.go);
 //   - a Partition per local replica: its log, Raft group, apply, ISR
 //     tracking, epochs and checkpoints (partition.go, replica_fsm.go,
 //     replication.go, isr.go, epochs.go);
@@ -30,11 +34,10 @@
 //   - the group coordinator (broker/group) and the controller's state
 //     (broker/controller).
 //
-// Its own methods are applying the controller's views (reconcile.go),
-// opening and closing replicas (replication.go, isr.go), produce
-// (produce.go), fetch planning (fetch.go, follower_fetch.go),
-// joining the cluster (cluster.go, controller.go) and changing the
-// cluster's properties (clusterconfig.go).
+// Its own methods are applying the controller's views to those
+// (reconcile.go), produce (produce.go), fetch planning (fetch.go,
+// follower_fetch.go), joining the cluster (cluster.go, controller.go)
+// and changing the cluster's properties (clusterconfig.go).
 //
 // # Lock order
 //

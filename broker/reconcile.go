@@ -2,8 +2,6 @@ package broker
 
 import (
 	"os"
-	"slices"
-	"sync"
 
 	"github.com/weir-broker/weir/broker/controller"
 )
@@ -37,49 +35,6 @@ func (b *Broker) reconcile(v *controller.View) {
 	}
 	b.ctrl.markReconciled(v.Index())
 }
-
-// openAssigned opens the partitions of ct this node holds a replica of
-// that are not open yet; the topic table's lock is held. A partition
-// hosted elsewhere stays nil in the table.
-func (b *Broker) openAssigned(t *Topic, ct *controller.Topic, v *controller.View) {
-	have := t.partitions()
-	if len(have) >= len(ct.Partitions) {
-		return
-	}
-	parts := make([]*Partition, len(ct.Partitions))
-	copy(parts, have)
-	// Replicas open in parallel: each one's Raft bootstrap waits for an
-	// fsync of the node's shared Raft log, and concurrent ones share it
-	// (group commit), so a topic of a thousand partitions opens in about
-	// the time of a few dozen fsyncs instead of a thousand.
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range min(openReplicaWorkers, len(ct.Partitions)-len(have)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				p, err := b.openReplica(t, int32(i), ct.Partitions[i], v)
-				if err != nil {
-					b.logger.Error("opening partition replica", "topic", t.Name, "partition", i, "err", err)
-					continue
-				}
-				parts[i] = p
-			}
-		}()
-	}
-	for i := len(have); i < len(ct.Partitions); i++ {
-		if slices.Contains(ct.Partitions[i].Replicas, b.node.NodeID) {
-			work <- i
-		}
-	}
-	close(work)
-	wg.Wait()
-	t.parts.Store(&parts)
-}
-
-// openReplicaWorkers bounds how many replicas of one topic open at once.
-const openReplicaWorkers = 128
 
 // mirrorProperties copies the controller's cluster properties into the
 // values the broker reads on its hot paths.
