@@ -127,20 +127,20 @@ func Open(opts Options) (*Broker, error) {
 		logFS:      opts.LogFS,
 		stop:       make(chan struct{}),
 	}
+	b.ctrl = newControllerNode(opts.Node, opts.Logger, b.stop)
 	view := func() *controller.View { return b.ctrl.state.View() }
-	b.Security = newSecurity(props, view, b.propose, opts.Logger)
-	b.Enterprise = newEnterprise(props, view, b.propose, opts.Logger, opts.Now, opts.LicenseKeys, opts.Registerer)
+	b.Security = newSecurity(props, view, b.ctrl.propose, opts.Logger)
+	b.Enterprise = newEnterprise(props, view, b.ctrl.propose, opts.Logger, opts.Now, opts.LicenseKeys, opts.Registerer)
 	b.TopicTable = newTopicTable(topicTableDeps{
 		dataDir: opts.Node.DataDir, props: props, logger: opts.Logger, now: opts.Now, logFS: opts.LogFS, view: view,
-		propose: b.propose, check: b.check, stop: b.stop,
+		propose: b.ctrl.propose, check: b.ctrl.check, waitReconciled: b.ctrl.waitReconciled, stop: b.stop,
 
 		commit: func(ctx context.Context, cmd controller.Command) (controller.Result, error) {
-			return b.proposeCtx(ctx, cmd, false)
+			return b.ctrl.proposeCtx(ctx, cmd, false)
 		},
-		waitReconciled: func(ctx context.Context, index uint64) error { return b.ctrl.waitReconciled(ctx, index, b.stop) },
 	})
 	b.Replicas = newReplicas(replicaDeps{
-		node: opts.Node, props: props, logger: opts.Logger, view: view, propose: b.propose,
+		node: opts.Node, props: props, logger: opts.Logger, view: view, propose: b.ctrl.propose,
 		topicDir: b.topicDir, logConfig: b.logConfigFor, groups: b.Groups, stop: b.stop, done: &b.done,
 
 		mux:         func() *raft.Mux { return b.ctrl.mux },
@@ -155,9 +155,10 @@ func Open(opts Options) (*Broker, error) {
 		close(b.stop)
 		return nil, err
 	}
-	if err := b.register(); err != nil {
+	if err := b.ctrl.register(); err != nil {
 		return fail(err)
 	}
+	b.every(heartbeatEvery, b.ctrl.heartbeat)
 	b.removeOrphanTopicDirs()
 	if err := b.openGroups(); err != nil {
 		return fail(fmt.Errorf("group coordinator: %w", err))
@@ -210,7 +211,7 @@ func (b *Broker) Close() error {
 		b.coalescer.Close()
 	}
 	var errs []error
-	if b.ctrl != nil {
+	if b.ctrl.mux != nil {
 		errs = append(errs, b.ctrl.mux.Close())
 	}
 	return errors.Join(append(errs, b.closeReplicas())...)

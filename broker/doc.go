@@ -31,13 +31,15 @@
 //     replication.go, isr.go, epochs.go);
 //   - the fetch path's read buffers and budget (memory.Reads) and the
 //     read coalescer;
-//   - the group coordinator (broker/group) and the controller's state
-//     (broker/controller).
+//   - controllerNode: its part in the controller group, joining the
+//     cluster and registering in it, and proposing commands (cluster.go,
+//     controller.go), over the controller's state (broker/controller);
+//   - the group coordinator (broker/group).
 //
 // Its own methods are applying the controller's views to those
 // (reconcile.go), produce (produce.go), fetch planning (fetch.go,
-// follower_fetch.go), joining the cluster (cluster.go, controller.go)
-// and changing the cluster's properties (clusterconfig.go).
+// follower_fetch.go) and changing the cluster's properties
+// (clusterconfig.go).
 //
 // # Lock order
 //

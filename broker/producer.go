@@ -141,7 +141,7 @@ func (b *Broker) InitProducerID() (id int64, epoch int16, err error) {
 	b.producerMu.Lock()
 	defer b.producerMu.Unlock()
 	if b.producer.next >= b.producer.end {
-		res, err := b.propose(controller.AllocateProducerIDs{NodeID: b.node.NodeID, Epoch: b.ctrl.epoch, Count: producerIDBlock})
+		res, err := b.ctrl.propose(controller.AllocateProducerIDs{NodeID: b.node.NodeID, Epoch: b.ctrl.epoch, Count: producerIDBlock})
 		if err != nil {
 			return -1, -1, err
 		}

@@ -60,6 +60,6 @@ func (c *controllerNode) markReconciled(index uint64) {
 
 // SetClusterProperty changes one cluster property through the controller.
 func (b *Broker) SetClusterProperty(name, value string) error {
-	_, err := b.propose(controller.SetClusterProperties{ExpectedVersion: -1, Changes: []controller.PropertyChange{{Name: name, Value: value}}})
+	_, err := b.ctrl.propose(controller.SetClusterProperties{ExpectedVersion: -1, Changes: []controller.PropertyChange{{Name: name, Value: value}}})
 	return err
 }
