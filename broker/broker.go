@@ -18,7 +18,6 @@ import (
 
 	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/broker/group"
-	"github.com/weir-broker/weir/broker/memory"
 	"github.com/weir-broker/weir/coalescer"
 	"github.com/weir-broker/weir/config"
 	"github.com/weir-broker/weir/log"
@@ -52,17 +51,8 @@ type Broker struct {
 	registerer prometheus.Registerer
 	props      *config.Values // mirror of the controller's cluster properties
 
-	coalescer *coalescer.Coalescer
-	// fetchReads owns consumer fetches' read buffers and the fetch
-	// response budget they are charged to (fetch_memory_budget_bytes).
-	fetchReads *memory.Reads
-	fetchWaits sync.Pool // of *fetchWait
-	// logReads and logReadBytes count the log reads of consumer fetches.
-	logReads, logReadBytes atomic.Uint64
-	// served counts fetched partitions by the role of the replica.
-	served struct{ leader, follower servedCounters }
-	now    func() time.Time
-	logFS  log.FS
+	now   func() time.Time
+	logFS log.FS
 
 	ctrl *controllerNode
 	// Security is authorization, ACLs and SCRAM users (acl.go, scram.go).
@@ -84,6 +74,10 @@ type Broker struct {
 	// Replicas are the partition replicas the topic table holds, their
 	// Raft groups and leadership (replication.go, isr.go).
 	Replicas
+	// FetchPath plans fetches and owns their read buffers, budget and
+	// coalescer (fetch.go, follower_fetch.go, fetch_memory.go,
+	// coalescing.go).
+	FetchPath
 
 	producerMu sync.Mutex
 	producer   producerIDs
@@ -147,6 +141,8 @@ func Open(opts Options) (*Broker, error) {
 		incarnation: func() controller.IncarnationID { return b.ctrl.incarnation },
 	})
 	b.ClusterView = newClusterView(opts.Node.NodeID, view, func() (string, string) { return b.ctrl.group.Leader() })
+	b.FetchPath = newFetchPath(fetchPathDeps{node: opts.Node, props: props, logger: opts.Logger, registerer: opts.Registerer,
+		liveBroker: b.ClusterView.Broker, watchProperty: b.WatchProperty})
 	fail := func(err error) (*Broker, error) {
 		b.Close()
 		return nil, err

@@ -29,17 +29,18 @@
 //   - a Partition per local replica: its log, Raft group, apply, ISR
 //     tracking, epochs and checkpoints (partition.go, replica_fsm.go,
 //     replication.go, isr.go, epochs.go);
-//   - the fetch path's read buffers and budget (memory.Reads) and the
-//     read coalescer;
+//   - FetchPath: planning fetches under KIP-74's budget, where consumers
+//     read (KIP-392), the read buffers and budget (memory.Reads) and the
+//     read coalescer (fetch.go, follower_fetch.go, fetch_memory.go,
+//     coalescing.go);
 //   - controllerNode: its part in the controller group, joining the
 //     cluster and registering in it, and proposing commands (cluster.go,
 //     controller.go), over the controller's state (broker/controller);
 //   - the group coordinator (broker/group).
 //
 // Its own methods are applying the controller's views to those
-// (reconcile.go), produce (produce.go), fetch planning (fetch.go,
-// follower_fetch.go) and changing the cluster's properties
-// (clusterconfig.go).
+// (reconcile.go), produce (produce.go) and changing the cluster's
+// properties (clusterconfig.go).
 //
 // # Lock order
 //
