@@ -78,9 +78,9 @@ type Broker struct {
 	// coalescer (fetch.go, follower_fetch.go, fetch_memory.go,
 	// coalescing.go).
 	FetchPath
-
-	producerMu sync.Mutex
-	producer   producerIDs
+	// ProducePath checks and proposes produced batches and hands out
+	// producer ids (produce.go, producer.go).
+	ProducePath
 
 	// groups is the group coordinator, set once __consumer_offsets exists.
 	groups atomic.Pointer[group.Coordinator]
@@ -123,10 +123,13 @@ func Open(opts Options) (*Broker, error) {
 	}
 	b.ctrl = newControllerNode(opts.Node, opts.Logger, b.stop)
 	view := func() *controller.View { return b.ctrl.state.View() }
+	// The logs' and produce's clock is whatever b.now is when read: a
+	// test sets it after Open.
+	now := func() time.Time { return b.now() }
 	b.Security = newSecurity(props, view, b.ctrl.propose, opts.Logger)
 	b.Enterprise = newEnterprise(props, view, b.ctrl.propose, opts.Logger, opts.Now, opts.LicenseKeys, opts.Registerer)
 	b.TopicTable = newTopicTable(topicTableDeps{
-		dataDir: opts.Node.DataDir, props: props, logger: opts.Logger, now: opts.Now, logFS: opts.LogFS, view: view,
+		dataDir: opts.Node.DataDir, props: props, logger: opts.Logger, now: now, logFS: opts.LogFS, view: view,
 		propose: b.ctrl.propose, check: b.ctrl.check, waitReconciled: b.ctrl.waitReconciled, stop: b.stop,
 
 		commit: func(ctx context.Context, cmd controller.Command) (controller.Result, error) {
@@ -141,6 +144,9 @@ func Open(opts Options) (*Broker, error) {
 		incarnation: func() controller.IncarnationID { return b.ctrl.incarnation },
 	})
 	b.ClusterView = newClusterView(opts.Node.NodeID, view, func() (string, string) { return b.ctrl.group.Leader() })
+	b.ProducePath = newProducePath(producePathDeps{nodeID: opts.Node.NodeID, now: now,
+		topic: b.Topic, autoCreate: b.autoCreate, produceSettings: b.produceSettings, propose: b.ctrl.propose,
+		brokerEpoch: func() uint64 { return b.ctrl.epoch }})
 	b.FetchPath = newFetchPath(fetchPathDeps{node: opts.Node, props: props, logger: opts.Logger, registerer: opts.Registerer,
 		liveBroker: b.ClusterView.Broker, watchProperty: b.WatchProperty})
 	fail := func(err error) (*Broker, error) {

@@ -33,14 +33,21 @@
 //     read (KIP-392), the read buffers and budget (memory.Reads) and the
 //     read coalescer (fetch.go, follower_fetch.go, fetch_memory.go,
 //     coalescing.go);
+//   - ProducePath: checking produced batches and proposing them to
+//     their partitions' groups, and idempotent producers' ids
+//     (produce.go, producer.go);
 //   - controllerNode: its part in the controller group, joining the
 //     cluster and registering in it, and proposing commands (cluster.go,
 //     controller.go), over the controller's state (broker/controller);
 //   - the group coordinator (broker/group).
 //
-// Its own methods are applying the controller's views to those
-// (reconcile.go), produce (produce.go) and changing the cluster's
-// properties (clusterconfig.go).
+// Its own methods are its start, stop and background work (broker.go),
+// applying the controller's views to those parts (reconcile.go,
+// controller.go), listing offsets and deleting records (offsets.go),
+// starting the group coordinator over __consumer_offsets (groups.go), its
+// metrics (metrics.go), and changing the cluster's properties and
+// reporting where they took effect (clusterconfig.go,
+// clusterconfig_status.go).
 //
 // # Lock order
 //
@@ -59,7 +66,7 @@
 // watchers.mu, authorizerCache.buildMu. Two are held across calls out:
 // Partition.coordMu around the group coordinator's load or unload of a
 // __consumer_offsets partition (the coordinator's own locks come after
-// it), and Broker.producerMu around the controller proposal that
+// it), and ProducePath.producerMu around the controller proposal that
 // allocates a block of producer ids (a rare wait, once per thousand
 // InitProducerId calls). The log, the coalescer and the Raft group lock
 // for themselves below all of these. No lock is held while waiting for
