@@ -112,43 +112,7 @@ func Open(opts Options) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{
-		node:       opts.Node,
-		logger:     opts.Logger,
-		registerer: opts.Registerer,
-		props:      props,
-		now:        opts.Now,
-		logFS:      opts.LogFS,
-		stop:       make(chan struct{}),
-	}
-	b.ctrl = newControllerNode(opts.Node, opts.Logger, b.stop)
-	view := func() *controller.View { return b.ctrl.state.View() }
-	// The logs' and produce's clock is whatever b.now is when read: a
-	// test sets it after Open.
-	now := func() time.Time { return b.now() }
-	b.Security = newSecurity(props, view, b.ctrl.propose, opts.Logger)
-	b.Enterprise = newEnterprise(props, view, b.ctrl.propose, opts.Logger, opts.Now, opts.LicenseKeys, opts.Registerer)
-	b.TopicTable = newTopicTable(topicTableDeps{
-		dataDir: opts.Node.DataDir, props: props, logger: opts.Logger, now: now, logFS: opts.LogFS, view: view,
-		propose: b.ctrl.propose, check: b.ctrl.check, waitReconciled: b.ctrl.waitReconciled, stop: b.stop,
-
-		commit: func(ctx context.Context, cmd controller.Command) (controller.Result, error) {
-			return b.ctrl.proposeCtx(ctx, cmd, false)
-		},
-	})
-	b.Replicas = newReplicas(replicaDeps{
-		node: opts.Node, props: props, logger: opts.Logger, view: view, propose: b.ctrl.propose,
-		topicDir: b.topicDir, logConfig: b.logConfigFor, groups: b.Groups, stop: b.stop, done: &b.done,
-
-		mux:         func() *raft.Mux { return b.ctrl.mux },
-		incarnation: func() controller.IncarnationID { return b.ctrl.incarnation },
-	})
-	b.ClusterView = newClusterView(opts.Node.NodeID, view, func() (string, string) { return b.ctrl.group.Leader() })
-	b.ProducePath = newProducePath(producePathDeps{nodeID: opts.Node.NodeID, now: now,
-		topic: b.Topic, autoCreate: b.autoCreate, produceSettings: b.produceSettings, propose: b.ctrl.propose,
-		brokerEpoch: func() uint64 { return b.ctrl.epoch }})
-	b.FetchPath = newFetchPath(fetchPathDeps{node: opts.Node, props: props, logger: opts.Logger, registerer: opts.Registerer,
-		liveBroker: b.ClusterView.Broker, watchProperty: b.WatchProperty})
+	b := newBroker(opts, props)
 	fail := func(err error) (*Broker, error) {
 		b.Close()
 		return nil, err
@@ -186,6 +150,50 @@ func Open(opts Options) (*Broker, error) {
 	// also when no newer read comes to push them out.
 	b.every(coalescer.DefaultRetainFor/2, b.coalescer.Expire)
 	return b, nil
+}
+
+// newBroker builds the Broker and the parts it composes, each handed what
+// it needs of the others; none runs until Open starts them. opts has its
+// defaults.
+func newBroker(opts Options, props *config.Values) *Broker {
+	b := &Broker{
+		node:       opts.Node,
+		logger:     opts.Logger,
+		registerer: opts.Registerer,
+		props:      props,
+		now:        opts.Now,
+		logFS:      opts.LogFS,
+		stop:       make(chan struct{}),
+	}
+	b.ctrl = newControllerNode(opts.Node, opts.Logger, b.stop)
+	view := func() *controller.View { return b.ctrl.state.View() }
+	// The logs' and produce's clock is whatever b.now is when read: a
+	// test sets it after Open.
+	now := func() time.Time { return b.now() }
+	b.Security = newSecurity(props, view, b.ctrl.propose, opts.Logger)
+	b.Enterprise = newEnterprise(props, view, b.ctrl.propose, opts.Logger, opts.Now, opts.LicenseKeys, opts.Registerer)
+	b.TopicTable = newTopicTable(topicTableDeps{
+		dataDir: opts.Node.DataDir, props: props, logger: opts.Logger, now: now, logFS: opts.LogFS, view: view,
+		propose: b.ctrl.propose, check: b.ctrl.check, waitReconciled: b.ctrl.waitReconciled, stop: b.stop,
+
+		commit: func(ctx context.Context, cmd controller.Command) (controller.Result, error) {
+			return b.ctrl.proposeCtx(ctx, cmd, false)
+		},
+	})
+	b.Replicas = newReplicas(replicaDeps{
+		node: opts.Node, props: props, logger: opts.Logger, view: view, propose: b.ctrl.propose,
+		topicDir: b.topicDir, logConfig: b.logConfigFor, groups: b.Groups, stop: b.stop, done: &b.done,
+
+		mux:         func() *raft.Mux { return b.ctrl.mux },
+		incarnation: func() controller.IncarnationID { return b.ctrl.incarnation },
+	})
+	b.ClusterView = newClusterView(opts.Node.NodeID, view, func() (string, string) { return b.ctrl.group.Leader() })
+	b.ProducePath = newProducePath(producePathDeps{nodeID: opts.Node.NodeID, now: now,
+		topic: b.Topic, autoCreate: b.autoCreate, produceSettings: b.produceSettings, propose: b.ctrl.propose,
+		brokerEpoch: func() uint64 { return b.ctrl.epoch }})
+	b.FetchPath = newFetchPath(fetchPathDeps{node: opts.Node, props: props, logger: opts.Logger, registerer: opts.Registerer,
+		liveBroker: b.ClusterView.Broker, watchProperty: b.WatchProperty})
+	return b
 }
 
 func newClusterID() string {
