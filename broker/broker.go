@@ -18,10 +18,10 @@ import (
 
 	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/broker/group"
-	"github.com/weir-broker/weir/broker/memory"
 	"github.com/weir-broker/weir/coalescer"
 	"github.com/weir-broker/weir/config"
 	"github.com/weir-broker/weir/log"
+	"github.com/weir-broker/weir/raft"
 )
 
 // Options are what a Broker needs from the process that runs it.
@@ -51,17 +51,8 @@ type Broker struct {
 	registerer prometheus.Registerer
 	props      *config.Values // mirror of the controller's cluster properties
 
-	coalescer *coalescer.Coalescer
-	// fetchReads owns consumer fetches' read buffers and the fetch
-	// response budget they are charged to (fetch_memory_budget_bytes).
-	fetchReads *memory.Reads
-	fetchWaits sync.Pool // of *fetchWait
-	// logReads and logReadBytes count the log reads of consumer fetches.
-	logReads, logReadBytes atomic.Uint64
-	// served counts fetched partitions by the role of the replica.
-	served struct{ leader, follower servedCounters }
-	now    func() time.Time
-	logFS  log.FS
+	now   func() time.Time
+	logFS log.FS
 
 	ctrl *controllerNode
 	// Security is authorization, ACLs and SCRAM users (acl.go, scram.go).
@@ -77,21 +68,22 @@ type Broker struct {
 	// process started with them (see ConfigStatus.Restart).
 	startProps atomic.Pointer[map[string]string]
 
-	// mu guards the topic table, the local materialisation of the
-	// controller's view. Partitions have their own locks for their data.
-	mu     sync.RWMutex
-	byName map[string]*Topic
-	byID   map[controller.TopicID]*Topic
-	closed bool
-
-	producerMu sync.Mutex
-	producer   producerIDs
+	// TopicTable is the topics and their local partitions as the
+	// controller's view assigns them (topics.go, topicconfig.go).
+	TopicTable
+	// Replicas are the partition replicas the topic table holds, their
+	// Raft groups and leadership (replication.go, isr.go).
+	Replicas
+	// FetchPath plans fetches and owns their read buffers, budget and
+	// coalescer (fetch.go, follower_fetch.go, fetch_memory.go,
+	// coalescing.go).
+	FetchPath
+	// ProducePath checks and proposes produced batches and hands out
+	// producer ids (produce.go, producer.go).
+	ProducePath
 
 	// groups is the group coordinator, set once __consumer_offsets exists.
 	groups atomic.Pointer[group.Coordinator]
-
-	// replicas indexes the running partition replicas by Raft group name.
-	replicas sync.Map
 
 	stop chan struct{}
 	done sync.WaitGroup
@@ -120,21 +112,7 @@ func Open(opts Options) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{
-		node:       opts.Node,
-		logger:     opts.Logger,
-		registerer: opts.Registerer,
-		props:      props,
-		now:        opts.Now,
-		logFS:      opts.LogFS,
-		byName:     map[string]*Topic{},
-		byID:       map[controller.TopicID]*Topic{},
-		stop:       make(chan struct{}),
-	}
-	view := func() *controller.View { return b.ctrl.state.View() }
-	b.Security = newSecurity(props, view, b.propose, opts.Logger)
-	b.Enterprise = newEnterprise(props, view, b.propose, opts.Logger, opts.Now, opts.LicenseKeys, opts.Registerer)
-	b.ClusterView = newClusterView(opts.Node.NodeID, view, func() (string, string) { return b.ctrl.group.Leader() })
+	b := newBroker(opts, props)
 	fail := func(err error) (*Broker, error) {
 		b.Close()
 		return nil, err
@@ -143,9 +121,10 @@ func Open(opts Options) (*Broker, error) {
 		close(b.stop)
 		return nil, err
 	}
-	if err := b.register(); err != nil {
+	if err := b.ctrl.register(); err != nil {
 		return fail(err)
 	}
+	b.every(heartbeatEvery, b.ctrl.heartbeat)
 	b.removeOrphanTopicDirs()
 	if err := b.openGroups(); err != nil {
 		return fail(fmt.Errorf("group coordinator: %w", err))
@@ -173,6 +152,50 @@ func Open(opts Options) (*Broker, error) {
 	return b, nil
 }
 
+// newBroker builds the Broker and the parts it composes, each handed what
+// it needs of the others; none runs until Open starts them. opts has its
+// defaults.
+func newBroker(opts Options, props *config.Values) *Broker {
+	b := &Broker{
+		node:       opts.Node,
+		logger:     opts.Logger,
+		registerer: opts.Registerer,
+		props:      props,
+		now:        opts.Now,
+		logFS:      opts.LogFS,
+		stop:       make(chan struct{}),
+	}
+	b.ctrl = newControllerNode(opts.Node, opts.Logger, b.stop)
+	view := func() *controller.View { return b.ctrl.state.View() }
+	// The logs' and produce's clock is whatever b.now is when read: a
+	// test sets it after Open.
+	now := func() time.Time { return b.now() }
+	b.Security = newSecurity(props, view, b.ctrl.propose, opts.Logger)
+	b.Enterprise = newEnterprise(props, view, b.ctrl.propose, opts.Logger, opts.Now, opts.LicenseKeys, opts.Registerer)
+	b.TopicTable = newTopicTable(topicTableDeps{
+		dataDir: opts.Node.DataDir, props: props, logger: opts.Logger, now: now, logFS: opts.LogFS, view: view,
+		propose: b.ctrl.propose, check: b.ctrl.check, waitReconciled: b.ctrl.waitReconciled, stop: b.stop,
+
+		commit: func(ctx context.Context, cmd controller.Command) (controller.Result, error) {
+			return b.ctrl.proposeCtx(ctx, cmd, false)
+		},
+	})
+	b.Replicas = newReplicas(replicaDeps{
+		node: opts.Node, props: props, logger: opts.Logger, view: view, propose: b.ctrl.propose,
+		topicDir: b.topicDir, logConfig: b.logConfigFor, groups: b.Groups, stop: b.stop, done: &b.done,
+
+		mux:         func() *raft.Mux { return b.ctrl.mux },
+		incarnation: func() controller.IncarnationID { return b.ctrl.incarnation },
+	})
+	b.ClusterView = newClusterView(opts.Node.NodeID, view, func() (string, string) { return b.ctrl.group.Leader() })
+	b.ProducePath = newProducePath(producePathDeps{nodeID: opts.Node.NodeID, now: now,
+		topic: b.Topic, autoCreate: b.autoCreate, produceSettings: b.produceSettings, propose: b.ctrl.propose,
+		brokerEpoch: func() uint64 { return b.ctrl.epoch }})
+	b.FetchPath = newFetchPath(fetchPathDeps{node: opts.Node, props: props, logger: opts.Logger, registerer: opts.Registerer,
+		liveBroker: b.ClusterView.Broker, watchProperty: b.WatchProperty})
+	return b
+}
+
 func newClusterID() string {
 	var id [16]byte
 	_, _ = rand.Read(id[:])
@@ -182,18 +205,14 @@ func newClusterID() string {
 // Close stops background work, the group coordinator and the controller
 // group, and closes every log, flushing it.
 func (b *Broker) Close() error {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
+	if !b.shut() {
 		return nil
 	}
-	b.closed = true
 	select {
 	case <-b.stop:
 	default:
 		close(b.stop)
 	}
-	b.mu.Unlock()
 	b.done.Wait()
 	if c := b.groups.Load(); c != nil {
 		c.Close()
@@ -202,40 +221,10 @@ func (b *Broker) Close() error {
 		b.coalescer.Close()
 	}
 	var errs []error
-	if b.ctrl != nil {
+	if b.ctrl.mux != nil {
 		errs = append(errs, b.ctrl.mux.Close())
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return errors.Join(append(errs, b.closeTopics())...)
-}
-
-// closeTopics stops every replica, all at once: each waits for its Raft
-// group to shut down.
-func (b *Broker) closeTopics() error {
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-	)
-	for _, t := range b.byName {
-		for _, p := range t.partitions() {
-			if p == nil {
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := p.close(); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}()
-		}
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return errors.Join(append(errs, b.closeReplicas())...)
 }
 
 // NodeID is this broker's id.
@@ -251,11 +240,7 @@ func (b *Broker) Node() config.Node { return b.node }
 func (b *Broker) Properties() *config.Values { return b.props }
 
 // Ready reports whether the broker serves requests.
-func (b *Broker) Ready() bool {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return !b.closed
-}
+func (b *Broker) Ready() bool { return !b.isClosed() }
 
 // every runs fn every interval on its own goroutine until the broker
 // stops.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -16,10 +17,12 @@ import (
 	"github.com/weir-broker/weir/raft"
 )
 
-// Brokers talk to each other over the RPC listener with three services:
-// hello (who are you, are you in a cluster), join (add me to the
-// controller group) and propose (apply this controller command; answered
-// by the controller leader only, others name it).
+// Brokers talk to each other over the RPC listener. The controller node's
+// own services: hello (who are you, are you in a cluster), join (add me to
+// the controller group), propose (apply this controller command; answered
+// by the controller leader only, others name it) and the controller
+// group's quorum (quorum.go); the broker adds the partitions' (reads,
+// progress, elections) and the properties' status.
 const (
 	serviceHello   = "cluster.hello"
 	serviceJoin    = "cluster.join"
@@ -62,44 +65,48 @@ type leaderReply struct {
 	DeletedACLs [][]controller.ACLBinding `json:"deleted_acls,omitempty"`
 }
 
-func (b *Broker) registerClusterServices(mux *raft.Mux, addr string) error {
+// registerServices answers hello, join and propose on mux, with the
+// broker's own services.
+func (c *controllerNode) registerServices(addr string, services map[string]raft.Handler) error {
 	hello := func(ctx context.Context, _ string, _ []byte) ([]byte, error) {
-		return json.Marshal(helloReply{NodeID: b.node.NodeID, RPCAddr: addr, Formed: b.ctrl.state.View().ClusterID() != ""})
+		return json.Marshal(helloReply{NodeID: c.node.NodeID, RPCAddr: addr, Formed: c.state.View().ClusterID() != ""})
 	}
 	join := func(ctx context.Context, _ string, req []byte) ([]byte, error) {
 		var jr joinRequest
 		if err := json.Unmarshal(req, &jr); err != nil {
 			return nil, err
 		}
-		return json.Marshal(b.handleJoin(ctx, jr))
+		return json.Marshal(c.handleJoin(ctx, jr))
 	}
 	propose := func(ctx context.Context, _ string, req []byte) ([]byte, error) {
-		return json.Marshal(b.handlePropose(ctx, req))
+		return json.Marshal(c.handlePropose(ctx, req))
 	}
-	for name, h := range map[string]raft.Handler{serviceHello: hello, serviceJoin: join, servicePropose: propose, servicePartitionRead: b.servePartitionRead, servicePartitionProgress: b.servePartitionProgress, servicePartitionElect: b.servePartitionElect, serviceControllerQuorum: b.serveControllerQuorum, serviceConfigStatus: b.serveConfigStatus} {
-		if err := mux.Handle(name, h); err != nil {
+	handlers := map[string]raft.Handler{serviceHello: hello, serviceJoin: join, servicePropose: propose, serviceControllerQuorum: c.serveControllerQuorum}
+	maps.Copy(handlers, services)
+	for name, h := range handlers {
+		if err := c.mux.Handle(name, h); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (b *Broker) notLeader() leaderReply {
-	_, addr := b.ctrl.group.Leader()
+func (c *controllerNode) notLeader() leaderReply {
+	_, addr := c.group.Leader()
 	return leaderReply{LeaderAddr: addr}
 }
 
 // handleJoin adds a broker to the controller group: a voter while there
 // are fewer than maxVoters, else a non-voter. Joining twice is harmless.
-func (b *Broker) handleJoin(ctx context.Context, jr joinRequest) leaderReply {
-	g := b.ctrl.group
+func (c *controllerNode) handleJoin(ctx context.Context, jr joinRequest) leaderReply {
+	g := c.group
 	if g == nil || !g.IsLeader() {
-		return b.notLeader()
+		return c.notLeader()
 	}
 	// A node id held by a live broker with other data is refused before
 	// Raft sees it: adding it would hand that broker's vote to another
 	// process.
-	v := b.ctrl.state.View()
+	v := c.state.View()
 	if reg, ok := v.Broker(jr.NodeID); ok && reg.Incarnation != jr.Incarnation && v.Live(jr.NodeID, time.Now()) {
 		return leaderReply{Code: kerr.DuplicateBrokerRegistration.Code, Message: fmt.Sprintf(
 			"node id %d is held by a live broker at %s (incarnation %s); give this broker another node_id, or stop the other one", jr.NodeID, reg.RPCAddr, reg.Incarnation)}
@@ -126,20 +133,20 @@ func (b *Broker) handleJoin(ctx context.Context, jr joinRequest) leaderReply {
 	if err != nil {
 		return leaderReply{Code: kerr.NotController.Code, Message: err.Error()}
 	}
-	b.logger.Info("broker joined the controller group", "node_id", jr.NodeID, "rpc_addr", jr.RPCAddr, "voter", voters < maxVoters)
+	c.logger.Info("broker joined the controller group", "node_id", jr.NodeID, "rpc_addr", jr.RPCAddr, "voter", voters < maxVoters)
 	return leaderReply{OK: true}
 }
 
 // handlePropose applies a forwarded controller command on the leader.
-func (b *Broker) handlePropose(ctx context.Context, data []byte) leaderReply {
-	g := b.ctrl.group
+func (c *controllerNode) handlePropose(ctx context.Context, data []byte) leaderReply {
+	g := c.group
 	if !g.IsLeader() {
-		return b.notLeader()
+		return c.notLeader()
 	}
 	resp, index, err := g.Apply(ctx, data)
 	if err != nil {
 		if errors.Is(err, raft.ErrNotLeader) {
-			return b.notLeader()
+			return c.notLeader()
 		}
 		return leaderReply{Code: kerr.NotController.Code, Message: err.Error()}
 	}
@@ -155,8 +162,8 @@ func (b *Broker) handlePropose(ctx context.Context, data []byte) leaderReply {
 // applyCommand commits data through the controller group, on this node
 // when it leads, else through the leader. It retries while leadership
 // moves, until ctx ends.
-func (b *Broker) applyCommand(ctx context.Context, data []byte) (controller.Result, uint64, error) {
-	g := b.ctrl.group
+func (c *controllerNode) applyCommand(ctx context.Context, data []byte) (controller.Result, uint64, error) {
+	g := c.group
 	for {
 		if g.IsLeader() {
 			resp, index, err := g.Apply(ctx, data)
@@ -171,7 +178,7 @@ func (b *Broker) applyCommand(ctx context.Context, data []byte) (controller.Resu
 				return controller.Result{}, 0, fmt.Errorf("%w: %v", kerr.NotController, err)
 			}
 		} else if _, addr := g.Leader(); addr != "" {
-			reply, err := b.ctrl.mux.Call(ctx, addr, servicePropose, data)
+			reply, err := c.mux.Call(ctx, addr, servicePropose, data)
 			if err == nil {
 				var lr leaderReply
 				if err := json.Unmarshal(reply, &lr); err != nil {
@@ -193,7 +200,7 @@ func (b *Broker) applyCommand(ctx context.Context, data []byte) (controller.Resu
 		select {
 		case <-ctx.Done():
 			return controller.Result{}, 0, fmt.Errorf("%w: no controller leader answered: %v", kerr.NotController, ctx.Err())
-		case <-b.stop:
+		case <-c.stop:
 			return controller.Result{}, 0, fmt.Errorf("%w: shutting down", kerr.NotController)
 		case <-time.After(50 * time.Millisecond):
 		}
@@ -204,13 +211,13 @@ func (b *Broker) applyCommand(ctx context.Context, data []byte) (controller.Resu
 // already in a cluster, join it; once every seed has answered and none
 // is, the (up to) three lowest node ids bootstrap the controller group
 // with identical configurations, and the others join it.
-func (b *Broker) bootstrapOrJoin(ctx context.Context, self raft.Server) error {
+func (c *controllerNode) bootstrapOrJoin(ctx context.Context, self raft.Server) error {
 	for {
 		var hellos []helloReply
 		formed := false
-		for _, seed := range b.node.Seeds {
+		for _, seed := range c.node.Seeds {
 			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			reply, err := b.ctrl.mux.Call(cctx, seed, serviceHello, nil)
+			reply, err := c.mux.Call(cctx, seed, serviceHello, nil)
 			cancel()
 			if err != nil {
 				continue
@@ -223,8 +230,8 @@ func (b *Broker) bootstrapOrJoin(ctx context.Context, self raft.Server) error {
 		}
 		switch {
 		case formed:
-			return b.joinCluster(ctx, self)
-		case len(hellos) == len(b.node.Seeds):
+			return c.joinCluster(ctx, self)
+		case len(hellos) == len(c.node.Seeds):
 			voters := []raft.Server{self}
 			for _, h := range hellos {
 				voters = append(voters, raft.Server{ID: strconv.Itoa(int(h.NodeID)), Addr: h.RPCAddr, Voter: true})
@@ -234,14 +241,14 @@ func (b *Broker) bootstrapOrJoin(ctx context.Context, self raft.Server) error {
 				voters = voters[:maxVoters]
 			}
 			if slices.ContainsFunc(voters, func(s raft.Server) bool { return s.ID == self.ID }) {
-				b.logger.Info("bootstrapping the controller group", "voters", voters)
-				return b.ctrl.group.Bootstrap(voters)
+				c.logger.Info("bootstrapping the controller group", "voters", voters)
+				return c.group.Bootstrap(voters)
 			}
-			return b.joinCluster(ctx, self)
+			return c.joinCluster(ctx, self)
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("seeds %v: %d of %d answered, none in a cluster: %w", b.node.Seeds, len(hellos), len(b.node.Seeds), ctx.Err())
+			return fmt.Errorf("seeds %v: %d of %d answered, none in a cluster: %w", c.node.Seeds, len(hellos), len(c.node.Seeds), ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -253,16 +260,16 @@ func nodeOrder(id string) int {
 }
 
 // joinCluster asks the seeds (and the leader they name) to add this node.
-func (b *Broker) joinCluster(ctx context.Context, self raft.Server) error {
-	req, _ := json.Marshal(joinRequest{NodeID: b.node.NodeID, RPCAddr: self.Addr, Incarnation: b.ctrl.incarnation})
+func (c *controllerNode) joinCluster(ctx context.Context, self raft.Server) error {
+	req, _ := json.Marshal(joinRequest{NodeID: c.node.NodeID, RPCAddr: self.Addr, Incarnation: c.incarnation})
 	var refusedSince time.Time // first DUPLICATE_BROKER_REGISTRATION
 	for {
-		targets := append([]string(nil), b.node.Seeds...)
+		targets := append([]string(nil), c.node.Seeds...)
 		for len(targets) > 0 {
 			addr := targets[0]
 			targets = targets[1:]
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			reply, err := b.ctrl.mux.Call(cctx, addr, serviceJoin, req)
+			reply, err := c.mux.Call(cctx, addr, serviceJoin, req)
 			cancel()
 			if err != nil {
 				continue
@@ -272,13 +279,13 @@ func (b *Broker) joinCluster(ctx context.Context, self raft.Server) error {
 				continue
 			}
 			if lr.OK {
-				b.logger.Info("joined the controller group", "via", addr)
+				c.logger.Info("joined the controller group", "via", addr)
 				return nil
 			}
 			if lr.Code == kerr.DuplicateBrokerRegistration.Code {
 				if refusedSince.IsZero() {
 					refusedSince = time.Now()
-					b.logger.Info("node id held by a live registration; retrying until it expires", "wait", duplicateRegistrationWait, "err", lr.Message)
+					c.logger.Info("node id held by a live registration; retrying until it expires", "wait", duplicateRegistrationWait, "err", lr.Message)
 				}
 				if time.Since(refusedSince) > duplicateRegistrationWait {
 					return fmt.Errorf("%w: %s", kerr.DuplicateBrokerRegistration, lr.Message)
@@ -291,7 +298,7 @@ func (b *Broker) joinCluster(ctx context.Context, self raft.Server) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("join the cluster through %v: %w", b.node.Seeds, ctx.Err())
+			return fmt.Errorf("join the cluster through %v: %w", c.node.Seeds, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -64,10 +64,10 @@ func (b *Broker) AlterClusterProperties(changes []PropertyChange, validateOnly b
 		return nil
 	}
 	if validateOnly {
-		_, err := b.check(cmd)
+		_, err := b.ctrl.check(cmd)
 		return err
 	}
-	_, err := b.propose(cmd)
+	_, err := b.ctrl.propose(cmd)
 	return err
 }
 

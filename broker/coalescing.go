@@ -18,41 +18,41 @@ const coalescingProperty = "kafka_fetch_read_coalescing_enabled"
 // (unless disable_metrics is set) and lets the cluster property, as it
 // takes effect, switch it on and off: on allocates the shards' cache
 // indexes, off frees them at once; reads in flight finish either way.
-func (b *Broker) openCoalescer() error {
+func (fe *FetchPath) openCoalescer() error {
 	// A shared result's bytes were charged to the fetch budget once, by
 	// the read; its buffer is recycled, or its bytes go back, when its
 	// last reader releases it.
-	opts := coalescer.Options{Shards: b.node.FetchCoalescerShards, Free: b.fetchReads.Return, Within: readWithin,
-		RetainBytes: coalescerRetainBytes(b.fetchReads.Budget().Size())}
-	if !b.props.Bool("disable_metrics") {
-		opts.Registerer = b.registerer
+	opts := coalescer.Options{Shards: fe.node.FetchCoalescerShards, Free: fe.fetchReads.Return, Within: readWithin,
+		RetainBytes: coalescerRetainBytes(fe.fetchReads.Budget().Size())}
+	if !fe.props.Bool("disable_metrics") {
+		opts.Registerer = fe.registerer
 	}
 	c, err := coalescer.New(opts)
 	if err != nil {
 		return fmt.Errorf("fetch read coalescer: %w", err)
 	}
-	b.coalescer = c
-	if b.registerer != nil {
+	fe.coalescer = c
+	if fe.registerer != nil {
 		for _, m := range []prometheus.Collector{
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "weir_log_reads_total",
 				Help: "Partition log reads made for consumer fetches (one per coalesced read)."},
-				func() float64 { return float64(b.logReads.Load()) }),
+				func() float64 { return float64(fe.logReads.Load()) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "weir_log_read_bytes_total",
 				Help: "Record bytes read from partition logs for consumer fetches."},
-				func() float64 { return float64(b.logReadBytes.Load()) }),
+				func() float64 { return float64(fe.logReadBytes.Load()) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "weir_fetch_read_coalescer_retained_bytes",
 				Help: "Bytes of coalesced reads kept for later fetches after every fetch released them (counted in weir_fetch_memory_in_use_bytes)."},
 				func() float64 { return float64(c.RetainedBytes()) }),
 		} {
-			if err := b.registerer.Register(m); err != nil {
-				b.logger.Warn("registering log read metrics", "err", err)
+			if err := fe.registerer.Register(m); err != nil {
+				fe.logger.Warn("registering log read metrics", "err", err)
 			}
 		}
 	}
-	b.WatchProperty(coalescingProperty, func(value string) {
+	fe.watchProperty(coalescingProperty, func(value string) {
 		on := parseBool(value)
 		if on != c.Enabled() {
-			b.logger.Info("fetch read coalescing", "enabled", on)
+			fe.logger.Info("fetch read coalescing", "enabled", on)
 		}
 		c.SetEnabled(on)
 	})
@@ -72,11 +72,11 @@ func coalescerRetainBytes(budget int64) int64 {
 }
 
 // CoalescerStats reports the coalescer's counters per shard.
-func (b *Broker) CoalescerStats() []coalescer.ShardStats {
-	if b.coalescer == nil {
+func (fe *FetchPath) CoalescerStats() []coalescer.ShardStats {
+	if fe.coalescer == nil {
 		return nil
 	}
-	return b.coalescer.Stats()
+	return fe.coalescer.Stats()
 }
 
 // readPartition reads one partition's records for a fetch: through the
@@ -84,10 +84,10 @@ func (b *Broker) CoalescerStats() []coalescer.ShardStats {
 // (same partition, offset, byte limit, isolation and obligatory or
 // strict) share one read and one buffer, else straight from the log.
 // shared, when set, holds data and must be released.
-func (b *Broker) readPartition(ctx context.Context, p *Partition, offset int64, limit int, mode log.ReadMode, upTo int64, isolation int8) (data []byte, shared *coalescer.Result, err error) {
-	c := b.coalescer
+func (fe *FetchPath) readPartition(ctx context.Context, p *Partition, offset int64, limit int, mode log.ReadMode, upTo int64, isolation int8) (data []byte, shared *coalescer.Result, err error) {
+	c := fe.coalescer
 	if c == nil || !c.Enabled() {
-		data, err = b.readBudgeted(ctx, p, offset, limit, mode, upTo)
+		data, err = fe.readBudgeted(ctx, p, offset, limit, mode, upTo)
 		return data, nil, err
 	}
 	key := coalescer.Key{
@@ -95,7 +95,7 @@ func (b *Broker) readPartition(ctx context.Context, p *Partition, offset int64, 
 		Isolation: isolation, Obligatory: mode == log.Obligatory,
 	}
 	res, err := c.Read(ctx, key, upTo, func(ctx context.Context) ([]byte, int64, error) {
-		data, err := b.readBudgeted(ctx, p, offset, limit, mode, upTo)
+		data, err := fe.readBudgeted(ctx, p, offset, limit, mode, upTo)
 		return data, freshUntil(data, upTo), err
 	})
 	if err != nil {
@@ -106,15 +106,15 @@ func (b *Broker) readPartition(ctx context.Context, p *Partition, offset int64, 
 
 // LogReadStats reports the log reads made for consumer fetches and the
 // bytes they returned, since the broker started.
-func (b *Broker) LogReadStats() (reads, bytes uint64) {
-	return b.logReads.Load(), b.logReadBytes.Load()
+func (fe *FetchPath) LogReadStats() (reads, bytes uint64) {
+	return fe.logReads.Load(), fe.logReadBytes.Load()
 }
 
 // readLog reads from a partition's log, counting the reads and bytes.
-func (b *Broker) readLog(p *Partition, offset int64, limit int, mode log.ReadMode, upTo int64) ([]byte, error) {
-	data, err := p.log.ReadWith(offset, limit, mode, upTo, b.fetchReads.Get)
-	b.logReads.Add(1)
-	b.logReadBytes.Add(uint64(len(data)))
+func (fe *FetchPath) readLog(p *Partition, offset int64, limit int, mode log.ReadMode, upTo int64) ([]byte, error) {
+	data, err := p.log.ReadWith(offset, limit, mode, upTo, fe.fetchReads.Get)
+	fe.logReads.Add(1)
+	fe.logReadBytes.Add(uint64(len(data)))
 	return data, err
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,9 +16,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/weir-broker/weir/broker/controller"
+	"github.com/weir-broker/weir/config"
 	"github.com/weir-broker/weir/log"
 	"github.com/weir-broker/weir/raft"
 )
@@ -34,9 +37,15 @@ const heartbeatEvery = controller.DefaultBrokerSessionTimeout / 3
 const proposeTimeout = 15 * time.Second
 
 // controllerNode is this broker's part in the controller group: the Raft
-// group, the replicated state, and the local materialisation of it (the
-// topic table), which a reconcile goroutine keeps up with the state.
+// group, the replicated state, joining the cluster and registering in it,
+// and proposing commands, whose effect on the local materialisation of
+// the state (the topic table) the reconcile goroutine reports back. The
+// Broker composes it; its group opens with openController.
 type controllerNode struct {
+	node   config.Node
+	logger *slog.Logger
+	stop   <-chan struct{} // closed when the broker stops
+
 	mux   *raft.Mux
 	group *raft.Group
 	state *controller.State
@@ -51,45 +60,64 @@ type controllerNode struct {
 	progress   chan struct{} // closed and replaced when reconciled advances, by mu
 }
 
+func newControllerNode(node config.Node, logger *slog.Logger, stop <-chan struct{}) *controllerNode {
+	return &controllerNode{node: node, logger: logger, stop: stop, changed: make(chan struct{}, 1), progress: make(chan struct{})}
+}
+
 // openController starts the controller group on rpc_addr, bootstraps it
 // when the node is new, and waits until it leads and has applied every
-// entry, so the broker starts from the whole metadata.
+// entry, so the broker starts from the whole metadata; then it keeps the
+// topic table in step with the group's state.
 func (b *Broker) openController() error {
-	ln, err := net.Listen("tcp", b.node.RPCAddr)
+	opts := controller.Options{ValidateTopicConfig: ValidateTopicConfig, Properties: b.props.Registry(), ValidateLicense: b.validateLicenseBlob}
+	services := map[string]raft.Handler{
+		servicePartitionRead: b.servePartitionRead, servicePartitionProgress: b.servePartitionProgress, serviceConfigStatus: b.serveConfigStatus,
+		servicePartitionElect: b.servePartitionElect,
+	}
+	if err := b.ctrl.open(opts, b.registerer, services); err != nil {
+		return err
+	}
+	b.done.Add(1)
+	go b.reconcileLoop()
+	return nil
+}
+
+// open starts the group, answering the cluster services and the
+// broker's own on its mux; see openController.
+func (c *controllerNode) open(opts controller.Options, registerer prometheus.Registerer, services map[string]raft.Handler) error {
+	ln, err := net.Listen("tcp", c.node.RPCAddr)
 	if err != nil {
 		return fmt.Errorf("rpc listener: %w", err)
 	}
 	// A port of 0 (tests) is advertised as the one the listener got.
-	addr := b.node.RPCAddr
+	addr := c.node.RPCAddr
 	if _, port, _ := net.SplitHostPort(addr); port == "0" {
 		addr = ln.Addr().String()
 	}
-	incarnation, err := loadIncarnation(b.node.DataDir)
+	incarnation, err := loadIncarnation(c.node.DataDir)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	mux, err := raft.NewMux(ln, raft.MuxConfig{Advertise: addr, Logger: b.logger, Registerer: b.registerer, Identity: incarnation.String()})
+	mux, err := raft.NewMux(ln, raft.MuxConfig{Advertise: addr, Logger: c.logger, Registerer: registerer, Identity: incarnation.String()})
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	c := &controllerNode{mux: mux, incarnation: incarnation, changed: make(chan struct{}, 1), progress: make(chan struct{})}
-	c.state = controller.New(controller.Options{
-		ValidateTopicConfig: ValidateTopicConfig, Properties: b.props.Registry(), ValidateLicense: b.validateLicenseBlob,
-	})
+	c.mux, c.incarnation = mux, incarnation
+	c.state = controller.New(opts)
 	c.state.Subscribe(func(controller.Change) {
 		select {
 		case c.changed <- struct{}{}:
 		default:
 		}
 	})
-	id := strconv.Itoa(int(b.node.NodeID))
+	id := strconv.Itoa(int(c.node.NodeID))
 	cfg := raft.Config{
-		Group: controllerGroup, NodeID: id, Dir: filepath.Join(b.node.DataDir, "raft"),
+		Group: controllerGroup, NodeID: id, Dir: filepath.Join(c.node.DataDir, "raft"),
 		StateMachine: controller.NewMachine(c.state),
 	}
-	if len(b.node.Seeds) == 0 {
+	if len(c.node.Seeds) == 0 {
 		// One voter elects itself after the heartbeat timeout: keep it
 		// short so a single node starts quickly. Clusters keep the
 		// defaults, which tolerate a loaded machine.
@@ -100,8 +128,7 @@ func (b *Broker) openController() error {
 		mux.Close()
 		return err
 	}
-	b.ctrl = c
-	if err := b.registerClusterServices(mux, addr); err != nil {
+	if err := c.registerServices(addr, services); err != nil {
 		mux.Close()
 		return err
 	}
@@ -110,10 +137,10 @@ func (b *Broker) openController() error {
 	defer cancel()
 	if !c.group.HasExistingState() {
 		var err error
-		if len(b.node.Seeds) == 0 {
+		if len(c.node.Seeds) == 0 {
 			err = c.group.Bootstrap([]raft.Server{self})
 		} else {
-			err = b.bootstrapOrJoin(ctx, self)
+			err = c.bootstrapOrJoin(ctx, self)
 		}
 		if err != nil {
 			mux.Close()
@@ -124,8 +151,6 @@ func (b *Broker) openController() error {
 		mux.Close()
 		return err
 	}
-	b.done.Add(1)
-	go b.reconcileLoop()
 	return nil
 }
 
@@ -162,10 +187,9 @@ const joinTimeout = 60 * time.Second
 const duplicateRegistrationWait = controller.DefaultBrokerSessionTimeout + 3*time.Second
 
 // register initialises a new cluster (id and the node config's initial
-// cluster properties), then registers this broker and starts its
-// heartbeats.
-func (b *Broker) register() error {
-	c := b.ctrl
+// cluster properties), then registers this broker; its heartbeats
+// (heartbeat) keep the registration live.
+func (c *controllerNode) register() error {
 	// The leader that finds no cluster id initialises the cluster; others
 	// wait to see it applied.
 	deadline := time.Now().Add(joinTimeout)
@@ -176,24 +200,24 @@ func (b *Broker) register() error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if c.state.View().ClusterID() == "" {
-		if _, err := b.propose(controller.InitCluster{ClusterID: newClusterID()}); err != nil {
+		if _, err := c.propose(controller.InitCluster{ClusterID: newClusterID()}); err != nil {
 			return fmt.Errorf("initialise cluster: %w", err)
 		}
-		if len(b.node.Cluster) > 0 {
-			changes := make([]controller.PropertyChange, 0, len(b.node.Cluster))
-			for name, value := range b.node.Cluster {
+		if len(c.node.Cluster) > 0 {
+			changes := make([]controller.PropertyChange, 0, len(c.node.Cluster))
+			for name, value := range c.node.Cluster {
 				changes = append(changes, controller.PropertyChange{Name: name, Value: value})
 			}
-			if _, err := b.propose(controller.SetClusterProperties{ExpectedVersion: -1, Changes: changes}); err != nil {
+			if _, err := c.propose(controller.SetClusterProperties{ExpectedVersion: -1, Changes: changes}); err != nil {
 				return fmt.Errorf("initial cluster properties: %w", err)
 			}
 		}
-		b.logger.Info("created new cluster", "cluster_id", c.state.View().ClusterID(), "data_dir", b.node.DataDir)
+		c.logger.Info("created new cluster", "cluster_id", c.state.View().ClusterID(), "data_dir", c.node.DataDir)
 	}
 	reg := controller.RegisterBroker{
-		NodeID: b.node.NodeID, Incarnation: c.incarnation, KafkaAddr: b.node.AdvertisedKafkaAddr,
-		RPCAddr: b.node.RPCAddr, Rack: b.node.Rack, AdminAddr: b.node.AdminAddr,
-		Listeners: registeredListeners(b.node.Listeners),
+		NodeID: c.node.NodeID, Incarnation: c.incarnation, KafkaAddr: c.node.AdvertisedKafkaAddr,
+		RPCAddr: c.node.RPCAddr, Rack: c.node.Rack, AdminAddr: c.node.AdminAddr,
+		Listeners: registeredListeners(c.node.Listeners),
 	}
 	// Registering again is harmless (the same incarnation keeps its
 	// epoch), so a controller that lost leadership mid-proposal (outcome
@@ -201,32 +225,31 @@ func (b *Broker) register() error {
 	// while the cluster elects.
 	deadline = time.Now().Add(joinTimeout)
 	duplicateDeadline := time.Now().Add(duplicateRegistrationWait)
-	res, err := b.propose(reg)
+	res, err := c.propose(reg)
 	for err != nil && time.Now().Before(deadline) &&
 		(errors.Is(err, kerr.NotController) || errors.Is(err, kerr.DuplicateBrokerRegistration) && time.Now().Before(duplicateDeadline)) {
-		b.logger.Info("registering again: no controller took the registration", "err", err)
+		c.logger.Info("registering again: no controller took the registration", "err", err)
 		select {
 		case <-time.After(200 * time.Millisecond):
-		case <-b.stop:
-			return fmt.Errorf("register broker %d: %w", b.node.NodeID, err)
+		case <-c.stop:
+			return fmt.Errorf("register broker %d: %w", c.node.NodeID, err)
 		}
-		res, err = b.propose(reg)
+		res, err = c.propose(reg)
 	}
 	if err != nil {
-		return fmt.Errorf("register broker %d: %w", b.node.NodeID, err)
+		return fmt.Errorf("register broker %d: %w", c.node.NodeID, err)
 	}
 	c.epoch = res.BrokerEpoch
-	b.every(heartbeatEvery, b.heartbeat)
 	return nil
 }
 
 // propose applies a command through the controller group and waits until
 // the topic table reflects it. Refusals come back as the command's Kafka
 // error; a controller that cannot commit is NOT_CONTROLLER (retriable).
-func (b *Broker) propose(cmd controller.Command) (controller.Result, error) {
+func (c *controllerNode) propose(cmd controller.Command) (controller.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), proposeTimeout)
 	defer cancel()
-	return b.proposeCtx(ctx, cmd, true)
+	return c.proposeCtx(ctx, cmd, true)
 }
 
 // proposeCtx is propose bounded by ctx; reconciled says whether to wait
@@ -234,14 +257,14 @@ func (b *Broker) propose(cmd controller.Command) (controller.Result, error) {
 // ctx ends after it was committed still takes effect everywhere: the
 // error then is REQUEST_TIMED_OUT, as Kafka answers a request whose
 // change outlived its timeout.
-func (b *Broker) proposeCtx(ctx context.Context, cmd controller.Command, reconciled bool) (controller.Result, error) {
+func (c *controllerNode) proposeCtx(ctx context.Context, cmd controller.Command, reconciled bool) (controller.Result, error) {
 	// Controller time is wall time, whatever clock the broker's logs use:
 	// liveness is judged against it.
 	data, err := controller.Encode(controller.Entry{TimeMs: time.Now().UnixMilli(), Cmd: cmd})
 	if err != nil {
 		return controller.Result{}, fmt.Errorf("%w: %v", kerr.InvalidRequest, err)
 	}
-	res, index, err := b.applyCommand(ctx, data)
+	res, index, err := c.applyCommand(ctx, data)
 	if err != nil {
 		return controller.Result{}, err
 	}
@@ -251,19 +274,19 @@ func (b *Broker) proposeCtx(ctx context.Context, cmd controller.Command, reconci
 	if !reconciled {
 		return res, nil
 	}
-	if err := b.ctrl.waitReconciled(ctx, index, b.stop); err != nil {
+	if err := c.waitReconciled(ctx, index); err != nil {
 		return res, fmt.Errorf("%w: %v", kerr.RequestTimedOut, err)
 	}
 	return res, nil
 }
 
 // check answers a command without proposing it: validate-only requests.
-func (b *Broker) check(cmd controller.Command) (controller.Result, error) {
-	res := b.ctrl.state.Check(controller.Entry{TimeMs: time.Now().UnixMilli(), Cmd: cmd})
+func (c *controllerNode) check(cmd controller.Command) (controller.Result, error) {
+	res := c.state.Check(controller.Entry{TimeMs: time.Now().UnixMilli(), Cmd: cmd})
 	return res, res.Err
 }
 
-func (c *controllerNode) waitReconciled(ctx context.Context, index uint64, stop <-chan struct{}) error {
+func (c *controllerNode) waitReconciled(ctx context.Context, index uint64) error {
 	for {
 		c.mu.Lock()
 		done, progress := c.reconciled >= index, c.progress
@@ -275,7 +298,7 @@ func (c *controllerNode) waitReconciled(ctx context.Context, index uint64, stop 
 		case <-progress:
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-stop:
+		case <-c.stop:
 			return errors.New("broker is shutting down")
 		}
 	}
@@ -299,10 +322,10 @@ func (b *Broker) reconcileLoop() {
 }
 
 // heartbeat renews this broker's registration.
-func (b *Broker) heartbeat() {
-	_, err := b.propose(controller.Heartbeat{NodeID: b.node.NodeID, Epoch: b.ctrl.epoch})
+func (c *controllerNode) heartbeat() {
+	_, err := c.propose(controller.Heartbeat{NodeID: c.node.NodeID, Epoch: c.epoch})
 	if err != nil && !errors.Is(err, kerr.NotController) {
-		b.logger.Warn("controller heartbeat refused", "err", err)
+		c.logger.Warn("controller heartbeat refused", "err", err)
 	}
 }
 

@@ -62,8 +62,8 @@ type electReply struct {
 // refs as its leader; refs nil means every partition of the cluster, in
 // which case those whose preferred replica already leads are left out
 // of the results, as Kafka does.
-func (b *Broker) ElectPreferredLeaders(ctx context.Context, refs []PartitionRef) []ElectionResult {
-	v := b.ctrl.state.View()
+func (rs *Replicas) ElectPreferredLeaders(ctx context.Context, refs []PartitionRef) []ElectionResult {
+	v := rs.view()
 	all := refs == nil
 	if all {
 		for _, t := range v.Topics() {
@@ -97,14 +97,14 @@ func (b *Broker) ElectPreferredLeaders(ctx context.Context, refs []PartitionRef)
 			for j, i := range idx {
 				asked[j] = refs[i]
 			}
-			errs := b.askToElect(ctx, leader, v, asked)
+			errs := rs.askToElect(ctx, leader, v, asked)
 			for j, i := range idx {
 				results[i].Err = errs[j]
 			}
 		}()
 	}
 	wg.Wait()
-	b.awaitPreferredLeaders(ctx, results)
+	rs.awaitPreferredLeaders(ctx, results)
 	if all {
 		results = slices.DeleteFunc(results, func(r ElectionResult) bool { return errors.Is(r.Err, kerr.ElectionNotNeeded) })
 	}
@@ -125,11 +125,11 @@ func partitionOf(v *controller.View, ref PartitionRef) (controller.Partition, er
 
 // askToElect has leader elect refs' preferred replicas: itself when it is
 // this broker, else over RPC. Every ref gets an answer.
-func (b *Broker) askToElect(ctx context.Context, leader int32, v *controller.View, refs []PartitionRef) []error {
+func (rs *Replicas) askToElect(ctx context.Context, leader int32, v *controller.View, refs []PartitionRef) []error {
 	errs := make([]error, len(refs))
-	if leader == b.node.NodeID {
+	if leader == rs.node.NodeID {
 		for i, ref := range refs {
-			errs[i] = b.electPreferred(ref)
+			errs[i] = rs.electPreferred(ref)
 		}
 		return errs
 	}
@@ -147,7 +147,7 @@ func (b *Broker) askToElect(ctx context.Context, leader int32, v *controller.Vie
 	if err != nil {
 		return fail(fmt.Errorf("%w: %w", kerr.UnknownServerError, err))
 	}
-	out, err := b.ctrl.mux.Call(ctx, reg.RPCAddr, servicePartitionElect, data)
+	out, err := rs.mux().Call(ctx, reg.RPCAddr, servicePartitionElect, data)
 	if err != nil {
 		return fail(fmt.Errorf("%w: asking leader %d to elect: %w", kerr.RequestTimedOut, leader, err))
 	}
@@ -165,14 +165,14 @@ func (b *Broker) askToElect(ctx context.Context, leader int32, v *controller.Vie
 
 // servePartitionElect runs the elections another broker was asked for on
 // the partitions led here.
-func (b *Broker) servePartitionElect(_ context.Context, _ string, data []byte) ([]byte, error) {
+func (rs *Replicas) servePartitionElect(_ context.Context, _ string, data []byte) ([]byte, error) {
 	var req electRequest
 	if err := json.Unmarshal(data, &req); err != nil {
 		return nil, err
 	}
 	reply := electReply{Codes: make([]int16, len(req.Partitions)), Messages: make([]string, len(req.Partitions))}
 	for i, ref := range req.Partitions {
-		if err := b.electPreferred(ref); err != nil {
+		if err := rs.electPreferred(ref); err != nil {
 			var ke *kerr.Error
 			if !errors.As(err, &ke) {
 				ke = kerr.UnknownServerError
@@ -185,27 +185,27 @@ func (b *Broker) servePartitionElect(_ context.Context, _ string, data []byte) (
 
 // electPreferred hands the leadership of a partition led here to its
 // preferred replica, if that replica may lead now.
-func (b *Broker) electPreferred(ref PartitionRef) error {
-	v := b.ctrl.state.View()
+func (rs *Replicas) electPreferred(ref PartitionRef) error {
+	v := rs.view()
 	cp, err := partitionOf(v, ref)
 	if err != nil {
 		return err
 	}
 	preferred := cp.Replicas[0]
-	if preferred == b.node.NodeID {
+	if preferred == rs.node.NodeID {
 		return fmt.Errorf("%w: broker %d already leads %s/%d", kerr.ElectionNotNeeded, preferred, ref.Topic, ref.Partition)
 	}
 	t := v.Topic(ref.Topic)
-	p := b.replicaByGroup(partitionGroupName(t.ID, ref.Partition))
+	p := rs.replicaByGroup(partitionGroupName(t.ID, ref.Partition))
 	if p == nil || p.LeaderEpoch() < 0 {
-		return fmt.Errorf("%w: broker %d does not lead %s/%d", kerr.NotLeaderForPartition, b.node.NodeID, ref.Topic, ref.Partition)
+		return fmt.Errorf("%w: broker %d does not lead %s/%d", kerr.NotLeaderForPartition, rs.node.NodeID, ref.Topic, ref.Partition)
 	}
-	lagMax := time.Duration(b.props.Int("replica_lag_time_max_ms")) * time.Millisecond
-	reg, why := b.preferredReady(p, cp, v, time.Now(), lagMax)
+	lagMax := time.Duration(rs.props.Int("replica_lag_time_max_ms")) * time.Millisecond
+	reg, why := rs.preferredReady(p, cp, v, time.Now(), lagMax)
 	if why != "" {
 		return fmt.Errorf("%w: %s/%d: %s", kerr.PreferredLeaderNotAvailable, ref.Topic, ref.Partition, why)
 	}
-	b.logger.Info("electing the preferred replica", "topic", ref.Topic, "partition", ref.Partition, "to", preferred)
+	rs.logger.Info("electing the preferred replica", "topic", ref.Topic, "partition", ref.Partition, "to", preferred)
 	if err := p.group.TransferLeadership(strconv.Itoa(int(preferred)), reg.RPCAddr); err != nil {
 		return fmt.Errorf("%w: %s/%d: handing leadership to broker %d: %w", kerr.PreferredLeaderNotAvailable, ref.Topic, ref.Partition, preferred, err)
 	}
@@ -215,13 +215,13 @@ func (b *Broker) electPreferred(ref PartitionRef) error {
 // preferredReady says why the partition's preferred replica may not lead
 // now ("" when it may): it must be live, in sync and caught up with the
 // leader's high watermark. reg is its registration.
-func (b *Broker) preferredReady(p *Partition, cp controller.Partition, v *controller.View, now time.Time, lagMax time.Duration) (reg controller.BrokerRegistration, why string) {
+func (rs *Replicas) preferredReady(p *Partition, cp controller.Partition, v *controller.View, now time.Time, lagMax time.Duration) (reg controller.BrokerRegistration, why string) {
 	preferred := cp.Replicas[0]
 	reg, ok := v.Broker(preferred)
 	switch {
 	case !ok || !v.Live(preferred, now):
 		return reg, fmt.Sprintf("the preferred replica, broker %d, is not live", preferred)
-	case !slices.Contains(p.tracking.isr(b.node.NodeID, cp.Replicas, now, lagMax), preferred):
+	case !slices.Contains(p.tracking.isr(rs.node.NodeID, cp.Replicas, now, lagMax), preferred):
 		return reg, fmt.Sprintf("the preferred replica, broker %d, is not in sync", preferred)
 	case !p.tracking.caughtUp(preferred, p.HighWatermark()):
 		return reg, fmt.Sprintf("the preferred replica, broker %d, has not caught up with the high watermark", preferred)
@@ -232,9 +232,9 @@ func (b *Broker) preferredReady(p *Partition, cp controller.Partition, v *contro
 // awaitPreferredLeaders waits, until ctx ends, for the controller's view
 // to show each elected partition led by its preferred replica; one that
 // does not by then is answered REQUEST_TIMED_OUT.
-func (b *Broker) awaitPreferredLeaders(ctx context.Context, results []ElectionResult) {
+func (rs *Replicas) awaitPreferredLeaders(ctx context.Context, results []ElectionResult) {
 	pending := func() []int {
-		v := b.ctrl.state.View()
+		v := rs.view()
 		var out []int
 		for i, r := range results {
 			if r.Err != nil {

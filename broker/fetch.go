@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/weir-broker/weir/broker/memory"
 	"github.com/weir-broker/weir/coalescer"
+	"github.com/weir-broker/weir/config"
 	"github.com/weir-broker/weir/log"
 )
 
@@ -81,6 +86,44 @@ func (r *FetchResult) Release() {
 	r.Records = nil
 }
 
+// FetchPath is what consumer and follower fetches go through: planning a
+// fetch's reads under KIP-74's budget and waiting for its minimum bytes,
+// choosing where a consumer reads (follower_fetch.go), the read buffers
+// and the fetch response budget (fetch_memory.go), and the read
+// coalescer (coalescing.go). The Broker composes it; what it needs of the
+// rest of the broker it is handed.
+type FetchPath struct {
+	fetchPathDeps
+
+	coalescer *coalescer.Coalescer
+	// fetchReads owns consumer fetches' read buffers and the fetch
+	// response budget they are charged to (fetch_memory_budget_bytes).
+	fetchReads *memory.Reads
+	fetchWaits sync.Pool // of *fetchWait
+	// logReads and logReadBytes count the log reads of consumer fetches.
+	logReads, logReadBytes atomic.Uint64
+	// served counts fetched partitions by the role of the replica.
+	served struct{ leader, follower servedCounters }
+}
+
+// fetchPathDeps are what a FetchPath is handed of the rest of the broker.
+type fetchPathDeps struct {
+	node       config.Node
+	props      *config.Values
+	logger     *slog.Logger
+	registerer prometheus.Registerer
+	// liveBroker looks a live broker up, for the rack of a preferred
+	// read replica.
+	liveBroker func(id int32) (BrokerInfo, bool)
+	// watchProperty follows a property's effective value (coalescing is
+	// an enterprise feature).
+	watchProperty func(name string, fn func(value string)) (stop func())
+}
+
+func newFetchPath(d fetchPathDeps) FetchPath {
+	return FetchPath{fetchPathDeps: d}
+}
+
 // Fetch reads the partitions with KIP-74's budget, waiting up to MaxWait
 // for MinBytes of data. out must have len(req.Partitions) elements; it is
 // filled in request order, and the caller releases each result once it
@@ -91,9 +134,9 @@ func (r *FetchResult) Release() {
 // partition has returned data the read is obligatory (the first batch
 // comes back whole even if it is bigger than every limit, so consumers
 // always progress), after that every read is strict.
-func (b *Broker) Fetch(ctx context.Context, req *FetchRequest, out []FetchResult) {
+func (fe *FetchPath) Fetch(ctx context.Context, req *FetchRequest, out []FetchResult) {
 	maxBytes := req.MaxBytes
-	if limit := int32(b.props.Int("fetch_max_bytes")); maxBytes <= 0 || maxBytes > limit {
+	if limit := int32(fe.props.Int("fetch_max_bytes")); maxBytes <= 0 || maxBytes > limit {
 		maxBytes = limit
 	}
 	minBytes := int(req.MinBytes)
@@ -103,12 +146,12 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest, out []FetchResult
 	var w *fetchWait
 	defer func() {
 		if w != nil {
-			b.releaseFetchWait(w)
+			fe.releaseFetchWait(w)
 		}
 	}()
-	defer b.countServed(out)
+	defer fe.countServed(out)
 	for {
-		total, answerNow := b.readOnce(ctx, req, maxBytes, out)
+		total, answerNow := fe.readOnce(ctx, req, maxBytes, out)
 		if total >= minBytes || answerNow || req.MaxWait <= 0 || len(req.Partitions) == 0 || ctx.Err() != nil {
 			return
 		}
@@ -118,7 +161,7 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest, out []FetchResult
 			// A single partition wakes the fetch only once enough bytes
 			// arrived since its read; with several, any append may
 			// complete the sum.
-			w = b.fetchWait(req.MaxWait)
+			w = fe.fetchWait(req.MaxWait)
 			for i, fp := range req.Partitions {
 				if p, _, err := fp.resolve(req.FollowerOK); err == nil {
 					wakeAt := p.log.AppendedBytes() + 1
@@ -141,7 +184,7 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest, out []FetchResult
 					break wait
 				}
 			case <-w.timer.C:
-				b.readOnce(ctx, req, maxBytes, out)
+				fe.readOnce(ctx, req, maxBytes, out)
 				return
 			case <-ctx.Done():
 				return
@@ -159,8 +202,8 @@ type fetchWait struct {
 	parts []*Partition
 }
 
-func (b *Broker) fetchWait(maxWait time.Duration) *fetchWait {
-	w, ok := b.fetchWaits.Get().(*fetchWait)
+func (fe *FetchPath) fetchWait(maxWait time.Duration) *fetchWait {
+	w, ok := fe.fetchWaits.Get().(*fetchWait)
 	if !ok {
 		w = &fetchWait{wake: make(chan struct{}, 1), timer: time.NewTimer(maxWait)}
 		return w
@@ -171,7 +214,7 @@ func (b *Broker) fetchWait(maxWait time.Duration) *fetchWait {
 	return w
 }
 
-func (b *Broker) releaseFetchWait(w *fetchWait) {
+func (fe *FetchPath) releaseFetchWait(w *fetchWait) {
 	for _, p := range w.parts {
 		p.removeWaiter(w.wake)
 	}
@@ -182,7 +225,7 @@ func (b *Broker) releaseFetchWait(w *fetchWait) {
 	case <-w.wake:
 	default:
 	}
-	b.fetchWaits.Put(w)
+	fe.fetchWaits.Put(w)
 }
 
 // arrivedSince is how many record bytes the fetched partitions' logs
@@ -202,7 +245,7 @@ func arrivedSince(out []FetchResult) int {
 // read and whether the fetch must be answered at once: a partition failed
 // (as Kafka does) or was directed to a preferred read replica (KIP-392:
 // the consumer should move without waiting).
-func (b *Broker) readOnce(ctx context.Context, req *FetchRequest, maxBytes int32, out []FetchResult) (total int, answerNow bool) {
+func (fe *FetchPath) readOnce(ctx context.Context, req *FetchRequest, maxBytes int32, out []FetchResult) (total int, answerNow bool) {
 	remaining := int(maxBytes)
 	obligatory := true
 	for i := range req.Partitions {
@@ -228,7 +271,7 @@ func (b *Broker) readOnce(ctx context.Context, req *FetchRequest, maxBytes int32
 			mode = log.Obligatory
 		}
 		if leader {
-			if id := b.preferredReadReplica(p, fp.Offset, req.RackID); id >= 0 {
+			if id := fe.preferredReadReplica(p, fp.Offset, req.RackID); id >= 0 {
 				r.PreferredReadReplica, answerNow = id, true
 				continue
 			}
@@ -254,14 +297,14 @@ func (b *Broker) readOnce(ctx context.Context, req *FetchRequest, maxBytes int32
 			// consumers spend most passes here.
 			continue
 		}
-		data, shared, err := b.readPartition(ctx, p, fp.Offset, limit, mode, upTo, req.Isolation)
+		data, shared, err := fe.readPartition(ctx, p, fp.Offset, limit, mode, upTo, req.Isolation)
 		if err != nil {
 			r.Err, answerNow = readError(err), true
 			continue
 		}
 		r.shared = shared
 		if shared == nil {
-			r.reads = b.fetchReads
+			r.reads = fe.fetchReads
 		}
 		if len(data) > 0 {
 			r.Records = data

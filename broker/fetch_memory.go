@@ -16,22 +16,22 @@ import (
 const fetchMemoryWait = 100 * time.Millisecond
 
 // openFetchMemory creates the fetch response budget and exports it.
-func (b *Broker) openFetchMemory() {
-	budget := b.node.FetchMemoryBudget()
+func (fe *FetchPath) openFetchMemory() {
+	budget := fe.node.FetchMemoryBudget()
 	// Reads kept by the coalescer for later fetches are let go first
 	// when a read finds the budget short.
-	shed := func(short int64) int64 { return b.coalescer.Shed(short) }
-	b.fetchReads = memory.NewReads(memory.NewPool(budget), readBuffersHeld(budget), fetchMemoryWait, shed)
-	if b.registerer == nil || b.props.Bool("disable_metrics") {
+	shed := func(short int64) int64 { return fe.coalescer.Shed(short) }
+	fe.fetchReads = memory.NewReads(memory.NewPool(budget), readBuffersHeld(budget), fetchMemoryWait, shed)
+	if fe.registerer == nil || fe.props.Bool("disable_metrics") {
 		return
 	}
-	if err := b.registerer.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	if err := fe.registerer.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "weir_fetch_read_buffers_held_bytes",
 		Help: "Read buffers kept for reuse by later fetches (counted in weir_fetch_memory_in_use_bytes).",
-	}, func() float64 { return float64(b.fetchReads.Held().Held) })); err != nil {
-		b.logger.Warn("registering fetch memory metrics", "err", err)
+	}, func() float64 { return float64(fe.fetchReads.Held().Held) })); err != nil {
+		fe.logger.Warn("registering fetch memory metrics", "err", err)
 	}
-	err := b.registerer.Register(memory.NewCollector(b.fetchReads.Budget(), memory.MetricNames{
+	err := fe.registerer.Register(memory.NewCollector(fe.fetchReads.Budget(), memory.MetricNames{
 		What: "fetch responses read and not yet written (fetch_memory_budget_bytes)",
 		Size: "weir_fetch_memory_budget_bytes", InUse: "weir_fetch_memory_in_use_bytes",
 		Peak: "weir_fetch_memory_peak_bytes", Waits: "weir_fetch_memory_waits_total",
@@ -39,7 +39,7 @@ func (b *Broker) openFetchMemory() {
 		Overdraft: "weir_fetch_memory_overdraft_bytes_total",
 	}))
 	if err != nil {
-		b.logger.Warn("registering fetch memory metrics", "err", err)
+		fe.logger.Warn("registering fetch memory metrics", "err", err)
 	}
 }
 
@@ -54,15 +54,15 @@ func readBuffersHeld(budget int64) int64 {
 }
 
 // FetchMemoryStats reports the fetch response budget's state.
-func (b *Broker) FetchMemoryStats() memory.Stats { return b.fetchReads.Budget().Stats() }
+func (fe *FetchPath) FetchMemoryStats() memory.Stats { return fe.fetchReads.Budget().Stats() }
 
 // readBudgeted reads from a partition's log into a buffer charged to the
 // fetch budget (memory.Reads.Read: a strict read short of budget gets what
 // is free, an obligatory one waits up to fetchMemoryWait and then reads
 // its first batch regardless). The caller hands the buffer on and it goes
-// back through b.fetchReads.Return once, when its last holder is done.
-func (b *Broker) readBudgeted(ctx context.Context, p *Partition, offset int64, limit int, mode log.ReadMode, upTo int64) ([]byte, error) {
-	return b.fetchReads.Read(ctx, limit, mode == log.Obligatory, func(limit int) ([]byte, error) {
-		return b.readLog(p, offset, limit, mode, upTo)
+// back through fe.fetchReads.Return once, when its last holder is done.
+func (fe *FetchPath) readBudgeted(ctx context.Context, p *Partition, offset int64, limit int, mode log.ReadMode, upTo int64) ([]byte, error) {
+	return fe.fetchReads.Read(ctx, limit, mode == log.Obligatory, func(limit int) ([]byte, error) {
+		return fe.readLog(p, offset, limit, mode, upTo)
 	})
 }

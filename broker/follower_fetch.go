@@ -66,8 +66,8 @@ const followerReadSilence = 3 * replicaProgressEvery
 // among equals), or -1 to serve the fetch here — when the consumer names
 // no rack, shares this broker's rack, the property is off, or no such
 // replica exists.
-func (b *Broker) preferredReadReplica(p *Partition, offset int64, rack string) int32 {
-	if rack == "" || rack == b.node.Rack || !b.props.Bool(rackAwareProperty) {
+func (fe *FetchPath) preferredReadReplica(p *Partition, offset int64, rack string) int32 {
+	if rack == "" || rack == fe.node.Rack || !fe.props.Bool(rackAwareProperty) {
 		return -1
 	}
 	now := time.Now()
@@ -76,7 +76,7 @@ func (b *Broker) preferredReadReplica(p *Partition, offset int64, rack string) i
 	defer lt.mu.Unlock()
 	best, bestEnd := int32(-1), int64(-1)
 	for _, id := range lt.reportedISR {
-		if id == b.node.NodeID {
+		if id == fe.node.NodeID {
 			continue
 		}
 		f := lt.followers[id]
@@ -84,7 +84,7 @@ func (b *Broker) preferredReadReplica(p *Partition, offset int64, rack string) i
 			f.end < bestEnd || (f.end == bestEnd && id > best) {
 			continue
 		}
-		if info, live := b.Broker(id); !live || info.Rack != rack {
+		if info, live := fe.liveBroker(id); !live || info.Rack != rack {
 			continue
 		}
 		best, bestEnd = id, f.end
@@ -94,15 +94,15 @@ func (b *Broker) preferredReadReplica(p *Partition, offset int64, rack string) i
 
 // countServed adds a fetch's partitions that returned records to the
 // served-by-role counters.
-func (b *Broker) countServed(out []FetchResult) {
+func (fe *FetchPath) countServed(out []FetchResult) {
 	for i := range out {
 		r := &out[i]
 		if len(r.Records) == 0 {
 			continue
 		}
-		role := &b.served.leader
+		role := &fe.served.leader
 		if r.byFollower {
-			role = &b.served.follower
+			role = &fe.served.follower
 		}
 		role.reads.Add(1)
 		role.bytes.Add(uint64(len(r.Records)))
@@ -110,8 +110,8 @@ func (b *Broker) countServed(out []FetchResult) {
 }
 
 // registerFetchRoleMetrics exports the served-by-role counters.
-func (b *Broker) registerFetchRoleMetrics() {
-	if b.registerer == nil {
+func (fe *FetchPath) registerFetchRoleMetrics() {
+	if fe.registerer == nil {
 		return
 	}
 	reads := prometheus.NewDesc("weir_fetch_partition_reads_total",
@@ -121,14 +121,14 @@ func (b *Broker) registerFetchRoleMetrics() {
 	c := collectorFunc{
 		describe: func(ch chan<- *prometheus.Desc) { ch <- reads; ch <- bytes },
 		collect: func(ch chan<- prometheus.Metric) {
-			for role, s := range map[string]*servedCounters{"leader": &b.served.leader, "follower": &b.served.follower} {
+			for role, s := range map[string]*servedCounters{"leader": &fe.served.leader, "follower": &fe.served.follower} {
 				ch <- prometheus.MustNewConstMetric(reads, prometheus.CounterValue, float64(s.reads.Load()), role)
 				ch <- prometheus.MustNewConstMetric(bytes, prometheus.CounterValue, float64(s.bytes.Load()), role)
 			}
 		},
 	}
-	if err := b.registerer.Register(c); err != nil {
-		b.logger.Warn("registering fetch role metrics", "err", err)
+	if err := fe.registerer.Register(c); err != nil {
+		fe.logger.Warn("registering fetch role metrics", "err", err)
 	}
 }
 

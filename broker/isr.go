@@ -138,10 +138,10 @@ func (lt *leaderTracking) keepsUp(node int32, now time.Time, window time.Duratio
 
 // reportProgress sends each leader broker the log ends of this broker's
 // follower replicas of its partitions.
-func (b *Broker) reportProgress() {
-	self := strconv.Itoa(int(b.node.NodeID))
+func (rs *Replicas) reportProgress() {
+	self := strconv.Itoa(int(rs.node.NodeID))
 	byLeader := map[string]*progressReport{}
-	for _, p := range b.localReplicas() {
+	for _, p := range rs.localReplicas() {
 		if p.IsLeader() || p.failure() != nil {
 			continue
 		}
@@ -152,7 +152,7 @@ func (b *Broker) reportProgress() {
 		}
 		r := byLeader[addr]
 		if r == nil {
-			r = &progressReport{NodeID: b.node.NodeID}
+			r = &progressReport{NodeID: rs.node.NodeID}
 			byLeader[addr] = r
 		}
 		r.Replicas = append(r.Replicas, progressEntry{Group: p.group.Name(), End: p.log.EndOffset()})
@@ -168,12 +168,12 @@ func (b *Broker) reportProgress() {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), replicaProgressEvery)
 			defer cancel()
-			reply, err := b.ctrl.mux.Call(ctx, addr, servicePartitionProgress, data)
+			reply, err := rs.mux().Call(ctx, addr, servicePartitionProgress, data)
 			if err != nil {
-				b.logger.Debug("replica progress report", "leader", addr, "err", err)
+				rs.logger.Debug("replica progress report", "leader", addr, "err", err)
 				return
 			}
-			b.recordLeaderHighWatermarks(reply)
+			rs.recordLeaderHighWatermarks(reply)
 		}()
 	}
 	wg.Wait()
@@ -181,7 +181,7 @@ func (b *Broker) reportProgress() {
 
 // servePartitionProgress records followers' progress on the partitions
 // led here.
-func (b *Broker) servePartitionProgress(_ context.Context, _ string, data []byte) ([]byte, error) {
+func (rs *Replicas) servePartitionProgress(_ context.Context, _ string, data []byte) ([]byte, error) {
 	var r progressReport
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, err
@@ -189,7 +189,7 @@ func (b *Broker) servePartitionProgress(_ context.Context, _ string, data []byte
 	now := time.Now()
 	var reply progressReply
 	for _, e := range r.Replicas {
-		if p := b.replicaByGroup(e.Group); p != nil && p.IsLeader() {
+		if p := rs.replicaByGroup(e.Group); p != nil && p.IsLeader() {
 			hw := p.HighWatermark()
 			p.tracking.record(r.NodeID, e.End, hw, now)
 			reply.HighWatermarks = append(reply.HighWatermarks, progressEntry{Group: e.Group, End: hw})
@@ -207,17 +207,17 @@ type progressReply struct {
 
 // recordLeaderHighWatermarks keeps what a leader's progress reply said.
 // An empty reply (an older broker) leaves them unknown.
-func (b *Broker) recordLeaderHighWatermarks(data []byte) {
+func (rs *Replicas) recordLeaderHighWatermarks(data []byte) {
 	if len(data) == 0 {
 		return
 	}
 	var reply progressReply
 	if err := json.Unmarshal(data, &reply); err != nil {
-		b.logger.Debug("replica progress reply", "err", err)
+		rs.logger.Debug("replica progress reply", "err", err)
 		return
 	}
 	for _, e := range reply.HighWatermarks {
-		if p := b.replicaByGroup(e.Group); p != nil && !p.IsLeader() {
+		if p := rs.replicaByGroup(e.Group); p != nil && !p.IsLeader() {
 			p.leaderHWPlus1.Store(e.End + 1)
 		}
 	}
@@ -228,13 +228,13 @@ func (b *Broker) recordLeaderHighWatermarks(data []byte) {
 // go out concurrently (a few at a time), each computed just before it is
 // proposed, so one slow proposal neither delays the others nor makes
 // them stale.
-func (b *Broker) maintainLeaders() {
-	v := b.ctrl.state.View()
-	lagMax := time.Duration(b.props.Int("replica_lag_time_max_ms")) * time.Millisecond
-	balance := b.props.Bool("enable_leader_balancer")
+func (rs *Replicas) maintainLeaders() {
+	v := rs.view()
+	lagMax := time.Duration(rs.props.Int("replica_lag_time_max_ms")) * time.Millisecond
+	balance := rs.props.Bool("enable_leader_balancer")
 	sem := make(chan struct{}, maxConcurrentReports)
 	var wg sync.WaitGroup
-	for _, p := range b.localReplicas() {
+	for _, p := range rs.localReplicas() {
 		if p.LeaderEpoch() < 0 {
 			continue
 		}
@@ -248,12 +248,12 @@ func (b *Broker) maintainLeaders() {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			b.reportISR(p, cp, lagMax)
-			if b.maintainMembers(p, cp, v, time.Now()) {
+			rs.reportISR(p, cp, lagMax)
+			if rs.maintainMembers(p, cp, v, time.Now()) {
 				return
 			}
 			if balance {
-				b.balanceLeader(p, cp, time.Now(), lagMax, v)
+				rs.balanceLeader(p, cp, time.Now(), lagMax, v)
 			}
 		}()
 	}
@@ -265,21 +265,21 @@ func (b *Broker) maintainLeaders() {
 const maxConcurrentReports = 8
 
 // reportISR tells the controller the partition's ISR when it changed.
-func (b *Broker) reportISR(p *Partition, cp controller.Partition, lagMax time.Duration) {
+func (rs *Replicas) reportISR(p *Partition, cp controller.Partition, lagMax time.Duration) {
 	epoch := p.LeaderEpoch()
 	if epoch < 0 {
 		return
 	}
-	isr := withoutNonvoters(p, p.tracking.isr(b.node.NodeID, cp.Replicas, time.Now(), lagMax))
+	isr := withoutNonvoters(p, p.tracking.isr(rs.node.NodeID, cp.Replicas, time.Now(), lagMax))
 	p.tracking.mu.Lock()
 	changed := !slices.Equal(isr, p.tracking.reportedISR)
 	p.tracking.mu.Unlock()
 	if !changed {
 		return
 	}
-	_, err := b.propose(controller.ReportLeader{
+	_, err := rs.propose(controller.ReportLeader{
 		TopicID: p.topic.ID, Partition: p.Index,
-		Leader: b.node.NodeID, LeaderEpoch: epoch, Term: uint64(epoch), ISR: isr,
+		Leader: rs.node.NodeID, LeaderEpoch: epoch, Term: uint64(epoch), ISR: isr,
 	})
 	if err != nil {
 		return
@@ -287,7 +287,7 @@ func (b *Broker) reportISR(p *Partition, cp controller.Partition, lagMax time.Du
 	p.tracking.mu.Lock()
 	p.tracking.reportedISR = isr
 	p.tracking.mu.Unlock()
-	b.logger.Info("in-sync replicas changed", "topic", p.topic.Name, "partition", p.Index, "isr", isr)
+	rs.logger.Info("in-sync replicas changed", "topic", p.topic.Name, "partition", p.Index, "isr", isr)
 }
 
 // withoutNonvoters drops from isr the replicas the partition's Raft group
@@ -317,12 +317,12 @@ func withoutNonvoters(p *Partition, isr []int32) []int32 {
 // promoted back once it reached the leader's log end. A replica that only
 // moved its RPC address keeps its vote. It reports whether it changed
 // anything.
-func (b *Broker) maintainMembers(p *Partition, cp controller.Partition, v *controller.View, now time.Time) bool {
+func (rs *Replicas) maintainMembers(p *Partition, cp controller.Partition, v *controller.View, now time.Time) bool {
 	servers, err := p.group.Configuration()
 	if err != nil {
 		return false
 	}
-	self := strconv.Itoa(int(b.node.NodeID))
+	self := strconv.Itoa(int(rs.node.NodeID))
 	for _, s := range servers {
 		if s.ID == self {
 			continue
@@ -331,7 +331,7 @@ func (b *Broker) maintainMembers(p *Partition, cp controller.Partition, v *contr
 		if err != nil || !slices.Contains(cp.Replicas, int32(id)) || !v.Live(int32(id), now) {
 			continue
 		}
-		want := b.memberAddr(int32(id), v)
+		want := rs.memberAddr(int32(id), v)
 		_, wantIncarnation := raft.SplitMemberAddr(want)
 		_, haveIncarnation := raft.SplitMemberAddr(s.Addr)
 		ctx, cancel := context.WithTimeout(context.Background(), replicaOpTimeout)
@@ -357,9 +357,9 @@ func (b *Broker) maintainMembers(p *Partition, cp controller.Partition, v *contr
 			continue
 		}
 		if err != nil {
-			b.logger.Warn("partition group membership", "topic", p.topic.Name, "partition", p.Index, "replica", id, "change", change, "err", err)
+			rs.logger.Warn("partition group membership", "topic", p.topic.Name, "partition", p.Index, "replica", id, "change", change, "err", err)
 		} else {
-			b.logger.Info("partition group membership", "topic", p.topic.Name, "partition", p.Index, "replica", id, "change", change)
+			rs.logger.Info("partition group membership", "topic", p.topic.Name, "partition", p.Index, "replica", id, "change", change)
 		}
 		return true
 	}
@@ -368,8 +368,8 @@ func (b *Broker) maintainMembers(p *Partition, cp controller.Partition, v *contr
 
 // balanceLeader moves leadership to the preferred replica when it is in
 // sync, fully caught up and live, and this leadership has settled.
-func (b *Broker) balanceLeader(p *Partition, cp controller.Partition, now time.Time, lagMax time.Duration, v *controller.View) {
-	if len(cp.Replicas) < 2 || cp.Replicas[0] == b.node.NodeID || p.LeaderEpoch() < 0 {
+func (rs *Replicas) balanceLeader(p *Partition, cp controller.Partition, now time.Time, lagMax time.Duration, v *controller.View) {
+	if len(cp.Replicas) < 2 || cp.Replicas[0] == rs.node.NodeID || p.LeaderEpoch() < 0 {
 		return
 	}
 	preferred := cp.Replicas[0]
@@ -379,20 +379,20 @@ func (b *Broker) balanceLeader(p *Partition, cp controller.Partition, now time.T
 	if !settled {
 		return
 	}
-	reg, why := b.preferredReady(p, cp, v, now, lagMax)
+	reg, why := rs.preferredReady(p, cp, v, now, lagMax)
 	if why != "" {
 		return
 	}
-	b.logger.Info("moving leadership to the preferred replica", "topic", p.topic.Name, "partition", p.Index, "to", preferred)
+	rs.logger.Info("moving leadership to the preferred replica", "topic", p.topic.Name, "partition", p.Index, "to", preferred)
 	if err := p.group.TransferLeadership(strconv.Itoa(int(preferred)), reg.RPCAddr); err != nil {
-		b.logger.Warn("leadership transfer", "topic", p.topic.Name, "partition", p.Index, "to", preferred, "err", err)
+		rs.logger.Warn("leadership transfer", "topic", p.topic.Name, "partition", p.Index, "to", preferred, "err", err)
 	}
 }
 
 // localReplicas lists the running replicas on this broker.
-func (b *Broker) localReplicas() []*Partition {
+func (rs *Replicas) localReplicas() []*Partition {
 	var out []*Partition
-	b.replicas.Range(func(_, v any) bool {
+	rs.byGroup.Range(func(_, v any) bool {
 		out = append(out, v.(*Partition))
 		return true
 	})

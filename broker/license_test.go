@@ -164,7 +164,7 @@ func TestLicenseTrialExpiryAndRenewal(t *testing.T) {
 	}
 	// Even past the broker's own check, the controller refuses a blob
 	// that does not verify.
-	if _, err := b.propose(controller.SetLicense{Blob: []byte(tampered)}); err == nil {
+	if _, err := b.ctrl.propose(controller.SetLicense{Blob: []byte(tampered)}); err == nil {
 		t.Error("controller stored a tampered license")
 	}
 	if b.LicenseInfo().Loaded {

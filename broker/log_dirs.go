@@ -34,14 +34,14 @@ type ReplicaLog struct {
 
 // LogDirs describes this broker's log directory; only reports replicas of
 // the partitions wanted lets through (nil: every replica).
-func (b *Broker) LogDirs(wanted func(topic string, partition int32) bool) []LogDir {
-	dir := LogDir{Path: filepath.Join(b.node.DataDir, topicsDir), TotalBytes: -1, UsableBytes: -1}
+func (rs *Replicas) LogDirs(wanted func(topic string, partition int32) bool) []LogDir {
+	dir := LogDir{Path: filepath.Join(rs.node.DataDir, topicsDir), TotalBytes: -1, UsableBytes: -1}
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir.Path, &st); err == nil {
 		dir.TotalBytes = int64(st.Blocks) * int64(st.Bsize)
 		dir.UsableBytes = int64(st.Bavail) * int64(st.Bsize)
 	}
-	for _, p := range b.localReplicas() {
+	for _, p := range rs.localReplicas() {
 		if wanted != nil && !wanted(p.topic.Name, p.Index) {
 			continue
 		}

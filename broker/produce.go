@@ -2,8 +2,9 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -17,13 +18,47 @@ type ProduceOptions struct {
 	AllowZstd bool
 }
 
+// ProducePath is how records are written: checking a produced batch
+// against its topic's settings and proposing it to the partition's
+// group, and handing idempotent producers their ids (producer.go). The
+// Broker composes it; what it needs of the rest of the broker it is
+// handed.
+type ProducePath struct {
+	producePathDeps
+
+	// producerMu is held across the controller proposal that allocates
+	// a block of ids, so that one block serves everyone waiting.
+	producerMu sync.Mutex
+	producer   producerIDs
+}
+
+// producePathDeps are what a ProducePath is handed of the rest of the
+// broker.
+type producePathDeps struct {
+	nodeID int32
+	now    func() time.Time // the logs' clock, for LogAppendTime
+	// topic and autoCreate find a produced topic, creating it on first
+	// use when the cluster allows.
+	topic           func(name string) *Topic
+	autoCreate      func(name string) (*Topic, error)
+	produceSettings func(*Topic) *produceSettings
+	propose         func(controller.Command) (controller.Result, error)
+	// brokerEpoch is the registration's, which the controller checks
+	// before it allocates producer ids.
+	brokerEpoch func() uint64
+}
+
+func newProducePath(d producePathDeps) ProducePath {
+	return ProducePath{producePathDeps: d}
+}
+
 // Produce appends a partition's records from a produce request through
 // the partition's Raft group: it returns once the batch is committed (on
 // a majority of the replicas' disks) and applied here, whatever the
 // request's acks (acks=1 is answered as acks=-1, which is stronger).
 // records is copied; ctx bounds the wait (the request's timeout).
-func (b *Broker) Produce(ctx context.Context, topic string, partition int32, records []byte, opts ProduceOptions) (AppendResult, error) {
-	pa, err := b.StartProduce(ctx, topic, partition, records, opts)
+func (pp *ProducePath) Produce(ctx context.Context, topic string, partition int32, records []byte, opts ProduceOptions) (AppendResult, error) {
+	pa, err := pp.StartProduce(ctx, topic, partition, records, opts)
 	if err != nil {
 		return AppendResult{}, err
 	}
@@ -43,11 +78,11 @@ type PendingAppend struct {
 // previous one waits (pipelining) and the idempotence checks, made when
 // each batch is applied, see them in request order. records is copied
 // before StartProduce returns.
-func (b *Broker) StartProduce(ctx context.Context, topic string, partition int32, records []byte, opts ProduceOptions) (PendingAppend, error) {
-	t := b.Topic(topic)
+func (pp *ProducePath) StartProduce(ctx context.Context, topic string, partition int32, records []byte, opts ProduceOptions) (PendingAppend, error) {
+	t := pp.topic(topic)
 	if t == nil {
 		var err error
-		if t, err = b.autoCreate(topic); err != nil {
+		if t, err = pp.autoCreate(topic); err != nil {
 			return PendingAppend{}, err
 		}
 	}
@@ -58,7 +93,7 @@ func (b *Broker) StartProduce(ctx context.Context, topic string, partition int32
 	if err != nil {
 		return PendingAppend{}, err
 	}
-	settings := b.produceSettings(t)
+	settings := pp.produceSettings(t)
 	headers, err := log.ValidateBatches(records)
 	if err != nil {
 		return PendingAppend{}, fmt.Errorf("%w: %v", kerr.CorruptMessage, err)
@@ -71,7 +106,7 @@ func (b *Broker) StartProduce(ctx context.Context, topic string, partition int32
 	}
 	var logAppendTime int64
 	if settings.logAppendTime {
-		logAppendTime = b.now().UnixMilli()
+		logAppendTime = pp.now().UnixMilli()
 	}
 	entry, err := p.propose(ctx, encodeAppend(logAppendTime, records))
 	if err != nil {
@@ -85,31 +120,6 @@ func (b *Broker) StartProduce(ctx context.Context, topic string, partition int32
 func (pa PendingAppend) Wait(ctx context.Context) (AppendResult, error) {
 	res, err := pa.entry.wait(ctx)
 	return res.append, err
-}
-
-// autoCreate creates a topic on first use when the cluster allows it.
-func (b *Broker) autoCreate(name string) (*Topic, error) {
-	if !b.props.Bool("auto_create_topics_enabled") {
-		return nil, fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, name)
-	}
-	t, err := b.CreateTopic(CreateTopicRequest{Name: name})
-	if errors.Is(err, kerr.TopicAlreadyExists) {
-		if t = b.Topic(name); t != nil {
-			return t, nil
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
-// AutoCreate is autoCreate for Metadata requests that allow it.
-func (b *Broker) AutoCreate(name string) (*Topic, error) {
-	if err := controller.ValidateTopicName(name); err != nil {
-		return nil, err
-	}
-	return b.autoCreate(name)
 }
 
 // checkProducedBatches applies the rules Kafka applies to batches from

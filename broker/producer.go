@@ -137,18 +137,18 @@ type producerIDs struct {
 const producerIDBlock = 1000
 
 // InitProducerID gives an idempotent producer a new id at epoch 0.
-func (b *Broker) InitProducerID() (id int64, epoch int16, err error) {
-	b.producerMu.Lock()
-	defer b.producerMu.Unlock()
-	if b.producer.next >= b.producer.end {
-		res, err := b.propose(controller.AllocateProducerIDs{NodeID: b.node.NodeID, Epoch: b.ctrl.epoch, Count: producerIDBlock})
+func (pp *ProducePath) InitProducerID() (id int64, epoch int16, err error) {
+	pp.producerMu.Lock()
+	defer pp.producerMu.Unlock()
+	if pp.producer.next >= pp.producer.end {
+		res, err := pp.propose(controller.AllocateProducerIDs{NodeID: pp.nodeID, Epoch: pp.brokerEpoch(), Count: producerIDBlock})
 		if err != nil {
 			return -1, -1, err
 		}
-		b.producer.next, b.producer.end = res.FirstProducerID, res.FirstProducerID+producerIDBlock
+		pp.producer.next, pp.producer.end = res.FirstProducerID, res.FirstProducerID+producerIDBlock
 	}
-	id = b.producer.next
-	b.producer.next++
+	id = pp.producer.next
+	pp.producer.next++
 	return id, 0, nil
 }
 

@@ -23,7 +23,7 @@ type ProducerInfo struct {
 
 // Producers lists the producers the partition's leader remembers, by id.
 // weir has no transactions yet, so none has an open one.
-func (b *Broker) Producers(p *Partition) ([]ProducerInfo, error) {
+func (rs *Replicas) Producers(p *Partition) ([]ProducerInfo, error) {
 	if !p.IsLeader() {
 		return nil, fmt.Errorf("%w: %s/%d is led by another broker", kerr.NotLeaderForPartition, p.topic.Name, p.Index)
 	}

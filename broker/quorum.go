@@ -43,16 +43,18 @@ type QuorumReplica struct {
 }
 
 // ControllerQuorum describes the controller group, from its leader.
-func (b *Broker) ControllerQuorum(ctx context.Context) (QuorumInfo, error) {
-	g := b.ctrl.group
+func (b *Broker) ControllerQuorum(ctx context.Context) (QuorumInfo, error) { return b.ctrl.quorum(ctx) }
+
+func (c *controllerNode) quorum(ctx context.Context) (QuorumInfo, error) {
+	g := c.group
 	if g.IsLeader() {
-		return b.localQuorum()
+		return c.localQuorum()
 	}
 	_, addr := g.Leader()
 	if addr == "" {
 		return QuorumInfo{}, fmt.Errorf("%w: the controller group has no leader", kerr.NotLeaderForPartition)
 	}
-	out, err := b.ctrl.mux.Call(ctx, addr, serviceControllerQuorum, nil)
+	out, err := c.mux.Call(ctx, addr, serviceControllerQuorum, nil)
 	if err != nil {
 		return QuorumInfo{}, fmt.Errorf("%w: asking the controller leader: %w", kerr.RequestTimedOut, err)
 	}
@@ -63,16 +65,16 @@ func (b *Broker) ControllerQuorum(ctx context.Context) (QuorumInfo, error) {
 	return q, nil
 }
 
-func (b *Broker) serveControllerQuorum(_ context.Context, _ string, _ []byte) ([]byte, error) {
-	q, err := b.localQuorum()
+func (c *controllerNode) serveControllerQuorum(_ context.Context, _ string, _ []byte) ([]byte, error) {
+	q, err := c.localQuorum()
 	if err != nil {
 		return nil, err
 	}
 	return json.Marshal(q)
 }
 
-func (b *Broker) localQuorum() (QuorumInfo, error) {
-	qs, err := b.ctrl.group.Quorum()
+func (c *controllerNode) localQuorum() (QuorumInfo, error) {
+	qs, err := c.group.Quorum()
 	if err != nil {
 		return QuorumInfo{}, fmt.Errorf("%w: %w", kerr.NotLeaderForPartition, err)
 	}

@@ -1,10 +1,7 @@
 package broker
 
 import (
-	"maps"
 	"os"
-	"slices"
-	"sync"
 
 	"github.com/weir-broker/weir/broker/controller"
 )
@@ -24,53 +21,7 @@ func (b *Broker) reconcile(v *controller.View) {
 	if propsChanged || b.license.verified.Load() != licenseBefore {
 		b.fireWatchers()
 	}
-	var removed []*Topic
-	b.mu.Lock()
-	wanted := map[controller.TopicID]bool{}
-	for _, ct := range v.Topics() {
-		id := ct.ID
-		wanted[id] = true
-		t := b.byID[id]
-		if t == nil {
-			t = &Topic{Name: ct.Name, ID: id, ReplicationFactor: int16(ct.ReplicationFactor())}
-			empty := []*Partition{}
-			t.parts.Store(&empty)
-			t.configs.Store(&map[string]string{})
-			b.byName[t.Name] = t
-			b.byID[id] = t
-		}
-		if topicChanged := !maps.Equal(t.Configs(), ct.Configs); topicChanged || propsChanged {
-			if topicChanged {
-				configs := maps.Clone(ct.Configs)
-				if configs == nil {
-					configs = map[string]string{}
-				}
-				t.configs.Store(&configs)
-			}
-			cfg := b.logConfigFor(t)
-			for _, p := range t.partitions() {
-				if p != nil {
-					p.setConfig(cfg)
-				}
-			}
-		}
-		b.openAssigned(t, ct, v)
-	}
-	for id, t := range b.byID {
-		if !wanted[id] {
-			delete(b.byID, id)
-			delete(b.byName, t.Name)
-			for _, p := range t.partitions() {
-				if p != nil {
-					p.markDeleted()
-					p.close()
-					b.removeReplicaFiles(p)
-				}
-			}
-			removed = append(removed, t)
-		}
-	}
-	b.mu.Unlock()
+	removed := b.TopicTable.apply(v, propsChanged, func(t *Topic, ct *controller.Topic) { b.openAssigned(t, ct, v) }, b.removeReplicaFiles)
 
 	// Files and offsets go after the table lock is released: the group
 	// coordinator's loops look topics up.
@@ -84,49 +35,6 @@ func (b *Broker) reconcile(v *controller.View) {
 	}
 	b.ctrl.markReconciled(v.Index())
 }
-
-// openAssigned opens the partitions of ct this node holds a replica of
-// that are not open yet; b.mu is held. A partition hosted elsewhere stays
-// nil in the table.
-func (b *Broker) openAssigned(t *Topic, ct *controller.Topic, v *controller.View) {
-	have := t.partitions()
-	if len(have) >= len(ct.Partitions) {
-		return
-	}
-	parts := make([]*Partition, len(ct.Partitions))
-	copy(parts, have)
-	// Replicas open in parallel: each one's Raft bootstrap waits for an
-	// fsync of the node's shared Raft log, and concurrent ones share it
-	// (group commit), so a topic of a thousand partitions opens in about
-	// the time of a few dozen fsyncs instead of a thousand.
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range min(openReplicaWorkers, len(ct.Partitions)-len(have)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				p, err := b.openReplica(t, int32(i), ct.Partitions[i], v)
-				if err != nil {
-					b.logger.Error("opening partition replica", "topic", t.Name, "partition", i, "err", err)
-					continue
-				}
-				parts[i] = p
-			}
-		}()
-	}
-	for i := len(have); i < len(ct.Partitions); i++ {
-		if slices.Contains(ct.Partitions[i].Replicas, b.node.NodeID) {
-			work <- i
-		}
-	}
-	close(work)
-	wg.Wait()
-	t.parts.Store(&parts)
-}
-
-// openReplicaWorkers bounds how many replicas of one topic open at once.
-const openReplicaWorkers = 128
 
 // mirrorProperties copies the controller's cluster properties into the
 // values the broker reads on its hot paths.
@@ -152,6 +60,6 @@ func (c *controllerNode) markReconciled(index uint64) {
 
 // SetClusterProperty changes one cluster property through the controller.
 func (b *Broker) SetClusterProperty(name, value string) error {
-	_, err := b.propose(controller.SetClusterProperties{ExpectedVersion: -1, Changes: []controller.PropertyChange{{Name: name, Value: value}}})
+	_, err := b.ctrl.propose(controller.SetClusterProperties{ExpectedVersion: -1, Changes: []controller.PropertyChange{{Name: name, Value: value}}})
 	return err
 }

@@ -5,14 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/broker/group"
+	"github.com/weir-broker/weir/config"
 	"github.com/weir-broker/weir/log"
 	"github.com/weir-broker/weir/raft"
 )
@@ -35,33 +39,111 @@ const (
 	replicaOpTimeout = 15 * time.Second
 )
 
-func (b *Broker) raftDir() string { return filepath.Join(b.node.DataDir, "raft") }
+// Replicas are this broker's partition replicas: opening them as the
+// controller's view assigns them here, their Raft groups' configurations
+// and leadership, the records a lagging replica copies from its leader,
+// and the leaders' upkeep of their followers (isr.go). The Broker
+// composes it and the topic table holds the replicas it opens; what it
+// needs of the rest of the broker it is handed.
+type Replicas struct {
+	replicaDeps
+	// byGroup indexes the running replicas by Raft group name.
+	byGroup sync.Map
+}
+
+// replicaDeps are what Replicas are handed of the rest of the broker.
+type replicaDeps struct {
+	node   config.Node
+	props  *config.Values
+	logger *slog.Logger
+	// mux and incarnation are the controller node's, which opens after
+	// Replicas are built and before any replica opens.
+	mux         func() *raft.Mux
+	incarnation func() controller.IncarnationID
+	view        func() *controller.View
+	propose     func(controller.Command) (controller.Result, error)
+	topicDir    func(name string, id controller.TopicID) string
+	logConfig   func(*Topic) log.Config
+	groups      func() *group.Coordinator
+	stop        <-chan struct{} // closed when the broker stops
+	// done counts the broker's goroutines, which Close waits for.
+	done *sync.WaitGroup
+}
+
+func newReplicas(d replicaDeps) Replicas {
+	return Replicas{replicaDeps: d}
+}
+
+func (rs *Replicas) raftDir() string { return filepath.Join(rs.node.DataDir, "raft") }
+
+// openAssigned opens the partitions of ct this node holds a replica of
+// that are not open yet; the topic table's lock is held. A partition
+// hosted elsewhere stays nil in the table.
+func (rs *Replicas) openAssigned(t *Topic, ct *controller.Topic, v *controller.View) {
+	have := t.partitions()
+	if len(have) >= len(ct.Partitions) {
+		return
+	}
+	parts := make([]*Partition, len(ct.Partitions))
+	copy(parts, have)
+	// Replicas open in parallel: each one's Raft bootstrap waits for an
+	// fsync of the node's shared Raft log, and concurrent ones share it
+	// (group commit), so a topic of a thousand partitions opens in about
+	// the time of a few dozen fsyncs instead of a thousand.
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(openReplicaWorkers, len(ct.Partitions)-len(have)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				p, err := rs.openReplica(t, int32(i), ct.Partitions[i], v)
+				if err != nil {
+					rs.logger.Error("opening partition replica", "topic", t.Name, "partition", i, "err", err)
+					continue
+				}
+				parts[i] = p
+			}
+		}()
+	}
+	for i := len(have); i < len(ct.Partitions); i++ {
+		if slices.Contains(ct.Partitions[i].Replicas, rs.node.NodeID) {
+			work <- i
+		}
+	}
+	close(work)
+	wg.Wait()
+	t.parts.Store(&parts)
+}
+
+// openReplicaWorkers bounds how many replicas of one topic open at once.
+const openReplicaWorkers = 128
 
 // openReplica opens this broker's replica of a partition: its log,
 // brought back to its checkpoint, and its Raft group, bootstrapped when
 // the partition is new. A replica that joins a group that already ran
 // (its data was lost, or it was just assigned) starts empty and is
 // caught up by the leader.
-func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *controller.View) (*Partition, error) {
-	dir := filepath.Join(b.topicDir(t.Name, t.ID), strconv.Itoa(int(index)))
+func (rs *Replicas) openReplica(t *Topic, index int32, cp controller.Partition, v *controller.View) (*Partition, error) {
+	dir := filepath.Join(rs.topicDir(t.Name, t.ID), strconv.Itoa(int(index)))
 	p := newPartition(t, index, dir)
-	l, err := log.Open(dir, b.logConfigFor(t))
+	l, err := log.Open(dir, rs.logConfig(t))
 	if err != nil {
 		return nil, err
 	}
 	p.log = l
-	if err := p.recoverFromCheckpoint(len(cp.Replicas) == 1, b.logger.With("topic", t.Name, "partition", index)); err != nil {
+	if err := p.recoverFromCheckpoint(len(cp.Replicas) == 1, rs.logger.With("topic", t.Name, "partition", index)); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("recover %s/%d: %w", t.Name, index, err)
 	}
-	p.pull = func(from, upTo int64) (recordChunk, error) { return b.pullRecords(p, from, upTo) }
+	p.pull = func(from, upTo int64) (recordChunk, error) { return rs.pullRecords(p, from, upTo) }
 
 	cfg := raft.Config{
-		Group: partitionGroupName(t.ID, index), NodeID: strconv.Itoa(int(b.node.NodeID)), Dir: b.raftDir(),
-		StateMachine: p, Class: "partition", Logger: b.logger.With("topic", t.Name, "partition", index),
+		Group: partitionGroupName(t.ID, index), NodeID: strconv.Itoa(int(rs.node.NodeID)), Dir: rs.raftDir(),
+		StateMachine: p, Class: "partition", Logger: rs.logger.With("topic", t.Name, "partition", index),
 		NoSnapshotRestoreOnStart: true,
-		SnapshotThreshold:        b.node.RaftSnapshotEntries,
-		TrailingLogs:             b.node.RaftTrailingEntries,
+		SnapshotThreshold:        rs.node.RaftSnapshotEntries,
+		TrailingLogs:             rs.node.RaftTrailingEntries,
 		SnapshotInterval:         30 * time.Second,
 		HeartbeatTimeout:         partitionHeartbeatTimeout,
 		LeaderHeartbeatTimeout:   partitionLeaderHeartbeatTimeout,
@@ -81,7 +163,7 @@ func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *
 	if len(cp.Replicas) == 1 {
 		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = soloRaftTimeouts()
 	}
-	g, err := b.ctrl.mux.Start(cfg)
+	g, err := rs.mux().Start(cfg)
 	if err != nil {
 		l.Close()
 		return nil, err
@@ -92,8 +174,8 @@ func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *
 		case cp.LeaderTerm == 0, len(cp.Replicas) == 1:
 			// A new partition, or a sole replica whose data is gone:
 			// nobody else holds it.
-			err = g.Bootstrap(b.replicaServers(cp, v))
-			if err == nil && len(cp.Replicas) > 1 && cp.Replicas[0] == b.node.NodeID {
+			err = g.Bootstrap(rs.replicaServers(cp, v))
+			if err == nil && len(cp.Replicas) > 1 && cp.Replicas[0] == rs.node.NodeID {
 				// The preferred leader stands at once instead of after a
 				// heartbeat timeout, so a new topic has its leaders in
 				// milliseconds, where Kafka's controller names them.
@@ -105,7 +187,7 @@ func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *
 			// replica can neither vote nor take entries until the leader
 			// re-adds it as a non-voter (maintainMembers) and, once it
 			// caught up, as a voter.
-			b.logger.Warn("partition replica has no Raft state; waiting for the leader to re-add and catch it up",
+			rs.logger.Warn("partition replica has no Raft state; waiting for the leader to re-add and catch it up",
 				"topic", t.Name, "partition", index)
 		}
 	}
@@ -114,15 +196,15 @@ func (b *Broker) openReplica(t *Topic, index int32, cp controller.Partition, v *
 		l.Close()
 		return nil, err
 	}
-	b.replicas.Store(g.Name(), p)
-	p.onStop = func() { b.setGroupLeadership(p, false) }
+	rs.byGroup.Store(g.Name(), p)
+	p.onStop = func() { rs.setGroupLeadership(p, false) }
 	p.onFail = func() {
 		p.leaderEpoch.Store(-1)
-		b.setGroupLeadership(p, false)
-		b.logger.Error("partition replica failed; stopping its raft group", "topic", t.Name, "partition", index, "err", p.failure())
+		rs.setGroupLeadership(p, false)
+		rs.logger.Error("partition replica failed; stopping its raft group", "topic", t.Name, "partition", index, "err", p.failure())
 		g.Shutdown()
 	}
-	g.OnLeaderChange(func(leading bool) { b.leadershipChanged(p, leading) })
+	g.OnLeaderChange(func(leading bool) { rs.leadershipChanged(p, leading) })
 	return p, nil
 }
 
@@ -163,10 +245,10 @@ func soloRaftTimeouts() (heartbeat, election, lease time.Duration) {
 
 // replicaServers is a partition group's first configuration: every
 // replica votes. Every replica computes the same list from the same view.
-func (b *Broker) replicaServers(cp controller.Partition, v *controller.View) []raft.Server {
+func (rs *Replicas) replicaServers(cp controller.Partition, v *controller.View) []raft.Server {
 	servers := make([]raft.Server, 0, len(cp.Replicas))
 	for _, id := range cp.Replicas {
-		servers = append(servers, raft.Server{ID: strconv.Itoa(int(id)), Addr: b.memberAddr(id, v), Voter: true})
+		servers = append(servers, raft.Server{ID: strconv.Itoa(int(id)), Addr: rs.memberAddr(id, v), Voter: true})
 	}
 	return servers
 }
@@ -174,9 +256,9 @@ func (b *Broker) replicaServers(cp controller.Partition, v *controller.View) []r
 // memberAddr is a broker's address in partition group configurations:
 // its RPC address and the incarnation that must answer there, so a broker
 // whose data was replaced is not taken for its former self.
-func (b *Broker) memberAddr(id int32, v *controller.View) string {
-	if id == b.node.NodeID {
-		return raft.MemberAddr(b.ctrl.mux.Addr(), b.ctrl.incarnation.String())
+func (rs *Replicas) memberAddr(id int32, v *controller.View) string {
+	if id == rs.node.NodeID {
+		return raft.MemberAddr(rs.mux().Addr(), rs.incarnation().String())
 	}
 	reg, ok := v.Broker(id)
 	if !ok {
@@ -219,10 +301,10 @@ func (p *Partition) close() error {
 // awaitReplicaLeaders waits, up to leaderWait, until every local replica
 // knows its group's leader and the ones led here serve, so a broker
 // that finished starting answers produce and fetch at once.
-func (b *Broker) awaitReplicaLeaders() {
-	self := strconv.Itoa(int(b.node.NodeID))
-	settled := b.waitFor(leaderWait, func() bool {
-		for _, p := range b.localReplicas() {
+func (rs *Replicas) awaitReplicaLeaders() {
+	self := strconv.Itoa(int(rs.node.NodeID))
+	settled := waitFor(rs.stop, leaderWait, func() bool {
+		for _, p := range rs.localReplicas() {
 			if p.failure() != nil {
 				continue
 			}
@@ -234,26 +316,26 @@ func (b *Broker) awaitReplicaLeaders() {
 		return true
 	})
 	if !settled {
-		b.logger.Warn("some partitions have no leader yet", "waited", leaderWait)
+		rs.logger.Warn("some partitions have no leader yet", "waited", leaderWait)
 	}
 }
 
 // removeFiles deletes a closed replica's Raft state (its log directory
 // goes with the topic's).
-func (b *Broker) removeReplicaFiles(p *Partition) {
+func (rs *Replicas) removeReplicaFiles(p *Partition) {
 	if p.group == nil {
 		return
 	}
-	b.replicas.CompareAndDelete(p.group.Name(), p)
-	if err := b.ctrl.mux.RemoveGroupState(b.raftDir(), p.group.Name()); err != nil {
-		b.logger.Warn("removing a deleted partition's raft state", "group", p.group.Name(), "err", err)
+	rs.byGroup.CompareAndDelete(p.group.Name(), p)
+	if err := rs.mux().RemoveGroupState(rs.raftDir(), p.group.Name()); err != nil {
+		rs.logger.Warn("removing a deleted partition's raft state", "group", p.group.Name(), "err", err)
 	}
 }
 
 // leadershipChanged is the partition group's LeaderFunc: it runs on the
 // raft mux's dispatcher, so it only records the news and makes sure one
 // followLeadership goroutine acts on it.
-func (b *Broker) leadershipChanged(p *Partition, leading bool) {
+func (rs *Replicas) leadershipChanged(p *Partition, leading bool) {
 	p.leadMu.Lock()
 	p.leadWant = leading
 	p.leadSeq++
@@ -265,13 +347,13 @@ func (b *Broker) leadershipChanged(p *Partition, leading bool) {
 		// close waits for p.done after that, so this Add never races the
 		// Wait.
 		p.done.Add(1)
-		go b.followLeadership(p)
+		go rs.followLeadership(p)
 	}
 }
 
 // followLeadership acts on the replica's leadership changes in order,
 // the latest one last, and exits when there is none left.
-func (b *Broker) followLeadership(p *Partition) {
+func (rs *Replicas) followLeadership(p *Partition) {
 	defer p.done.Done()
 	for {
 		p.leadMu.Lock()
@@ -290,7 +372,7 @@ func (b *Broker) followLeadership(p *Partition) {
 		leading := p.leadWant
 		p.leadSeen = p.leadSeq
 		p.leadMu.Unlock()
-		b.applyLeadership(p, leading)
+		rs.applyLeadership(p, leading)
 	}
 }
 
@@ -299,18 +381,18 @@ func (b *Broker) followLeadership(p *Partition) {
 // (a barrier), then reports itself to the controller so every broker's
 // Metadata names it. A replica that fails stops its group (onFail) so the
 // others elect a leader whose log can be trusted.
-func (b *Broker) applyLeadership(p *Partition, leading bool) {
+func (rs *Replicas) applyLeadership(p *Partition, leading bool) {
 	g := p.group
 	if !leading {
 		p.leaderEpoch.Store(-1)
-		b.setGroupLeadership(p, false)
+		rs.setGroupLeadership(p, false)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), replicaOpTimeout)
 	err := g.Barrier(ctx)
 	cancel()
 	if err != nil {
-		b.logger.Warn("new partition leader could not apply its backlog", "topic", p.topic.Name, "partition", p.Index, "err", err)
+		rs.logger.Warn("new partition leader could not apply its backlog", "topic", p.topic.Name, "partition", p.Index, "err", err)
 		return
 	}
 	term := g.Term()
@@ -320,29 +402,29 @@ func (b *Broker) applyLeadership(p *Partition, leading bool) {
 	p.tracking.reset(time.Now())
 	p.leaderEpoch.Store(int32(term))
 	p.wake()
-	b.setGroupLeadership(p, true)
-	b.done.Add(1)
-	go b.reportLeader(p, term)
+	rs.setGroupLeadership(p, true)
+	rs.done.Add(1)
+	go rs.reportLeader(p, term)
 }
 
 // reportLeader tells the controller this replica leads the partition in
 // term, retrying while it still does.
-func (b *Broker) reportLeader(p *Partition, term uint64) {
-	defer b.done.Done()
+func (rs *Replicas) reportLeader(p *Partition, term uint64) {
+	defer rs.done.Done()
 	backoff := 100 * time.Millisecond
 	for attempt := 0; attempt < 20; attempt++ {
 		if p.leaderEpoch.Load() != int32(term) {
 			return
 		}
-		_, err := b.propose(controller.ReportLeader{
+		_, err := rs.propose(controller.ReportLeader{
 			TopicID: p.topic.ID, Partition: p.Index,
-			Leader: b.node.NodeID, LeaderEpoch: int32(term), Term: term,
+			Leader: rs.node.NodeID, LeaderEpoch: int32(term), Term: term,
 		})
 		if err == nil || errors.Is(err, kerr.FencedLeaderEpoch) || errors.Is(err, kerr.UnknownTopicID) || errors.Is(err, kerr.UnknownTopicOrPartition) {
 			return
 		}
 		select {
-		case <-b.stop:
+		case <-rs.stop:
 			return
 		case <-p.stop:
 			return
@@ -354,7 +436,7 @@ func (b *Broker) reportLeader(p *Partition, term uint64) {
 
 // setGroupLeadership loads or unloads the groups of a __consumer_offsets
 // partition as this replica gains or loses its leadership.
-func (b *Broker) setGroupLeadership(p *Partition, leading bool) {
+func (rs *Replicas) setGroupLeadership(p *Partition, leading bool) {
 	if p.topic.Name != GroupTopic {
 		return
 	}
@@ -364,20 +446,20 @@ func (b *Broker) setGroupLeadership(p *Partition, leading bool) {
 		return
 	}
 	p.leading = leading
-	if c := b.groups.Load(); c != nil {
-		b.applyGroupLeadership(c, p)
+	if c := rs.groups(); c != nil {
+		rs.applyGroupLeadership(c, p)
 	}
 }
 
 // applyGroupLeadership makes the coordinator match p's leadership;
 // p.coordMu is held.
-func (b *Broker) applyGroupLeadership(c *group.Coordinator, p *Partition) {
+func (rs *Replicas) applyGroupLeadership(c *group.Coordinator, p *Partition) {
 	if !p.leading {
 		c.UnloadPartition(p.Index)
 		return
 	}
 	if err := c.LoadPartition(p.Index); err != nil {
-		b.logger.Error("loading groups of a led __consumer_offsets partition", "partition", p.Index, "err", err)
+		rs.logger.Error("loading groups of a led __consumer_offsets partition", "partition", p.Index, "err", err)
 	}
 }
 
@@ -480,7 +562,7 @@ type partitionReadRequest struct {
 }
 
 // pullRecords copies batches [from, upTo) from the partition's leader.
-func (b *Broker) pullRecords(p *Partition, from, upTo int64) (recordChunk, error) {
+func (rs *Replicas) pullRecords(p *Partition, from, upTo int64) (recordChunk, error) {
 	_, addr := p.group.Leader()
 	addr, _ = raft.SplitMemberAddr(addr)
 	if addr == "" {
@@ -489,7 +571,7 @@ func (b *Broker) pullRecords(p *Partition, from, upTo int64) (recordChunk, error
 	req, _ := json.Marshal(partitionReadRequest{Group: p.group.Name(), From: from, UpTo: upTo})
 	ctx, cancel := context.WithTimeout(context.Background(), replicaOpTimeout)
 	defer cancel()
-	resp, err := b.ctrl.mux.Call(ctx, addr, servicePartitionRead, req)
+	resp, err := rs.mux().Call(ctx, addr, servicePartitionRead, req)
 	if err != nil {
 		return recordChunk{}, err
 	}
@@ -497,12 +579,12 @@ func (b *Broker) pullRecords(p *Partition, from, upTo int64) (recordChunk, error
 }
 
 // servePartitionRead answers partition.read from this replica's log.
-func (b *Broker) servePartitionRead(_ context.Context, _ string, data []byte) ([]byte, error) {
+func (rs *Replicas) servePartitionRead(_ context.Context, _ string, data []byte) ([]byte, error) {
 	var req partitionReadRequest
 	if err := json.Unmarshal(data, &req); err != nil {
 		return nil, err
 	}
-	p := b.replicaByGroup(req.Group)
+	p := rs.replicaByGroup(req.Group)
 	if p == nil {
 		return nil, fmt.Errorf("no replica of %s here", req.Group)
 	}
@@ -526,8 +608,8 @@ func (b *Broker) servePartitionRead(_ context.Context, _ string, data []byte) ([
 	return c.encode(), nil
 }
 
-func (b *Broker) replicaByGroup(name string) *Partition {
-	if v, ok := b.replicas.Load(name); ok {
+func (rs *Replicas) replicaByGroup(name string) *Partition {
+	if v, ok := rs.byGroup.Load(name); ok {
 		return v.(*Partition)
 	}
 	return nil

@@ -162,12 +162,12 @@ type produceSettings struct {
 	logAppendTime   bool
 }
 
-func (b *Broker) produceSettings(t *Topic) *produceSettings {
-	configs, version := t.configs.Load(), b.props.Version()
+func (tt *TopicTable) produceSettings(t *Topic) *produceSettings {
+	configs, version := t.configs.Load(), tt.props.Version()
 	if s := t.settings.Load(); s != nil && s.configs == configs && s.propsVersion == version {
 		return s
 	}
-	entries := effectiveConfig(*configs, b.props)
+	entries := effectiveConfig(*configs, tt.props)
 	s := &produceSettings{
 		propsVersion:    version,
 		configs:         configs,

@@ -4,16 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/weir-broker/weir/broker/controller"
+	"github.com/weir-broker/weir/config"
 	"github.com/weir-broker/weir/log"
 )
 
@@ -64,34 +68,74 @@ func (t *Topic) LocalPartition(i int32) (*Partition, error) {
 // Configs returns the explicit topic configs.
 func (t *Topic) Configs() map[string]string { return *t.configs.Load() }
 
-func (b *Broker) topicDir(name string, id controller.TopicID) string {
-	return filepath.Join(b.node.DataDir, topicsDir, name+"-"+id.String())
+// TopicTable is this broker's materialisation of the controller's topics:
+// the topics by name and id with their local partitions, the changes to
+// them proposed through the controller (create, delete, grow,
+// reconfigure), and the configs their logs and the produce path resolve
+// from. The Broker composes it, applies the controller's views to it
+// (reconcile.go) and opens the replicas it holds; what it needs of the
+// rest of the broker it is handed.
+type TopicTable struct {
+	topicTableDeps
+
+	// mu guards the table; partitions have their own locks for their
+	// data. closed is under it too, so that Close and Ready agree.
+	mu     sync.RWMutex
+	byName map[string]*Topic
+	byID   map[controller.TopicID]*Topic
+	closed bool
+}
+
+// topicTableDeps are what a TopicTable is handed of the rest of the
+// broker.
+type topicTableDeps struct {
+	dataDir string
+	props   *config.Values
+	logger  *slog.Logger
+	now     func() time.Time // the logs' clock
+	logFS   log.FS
+	view    func() *controller.View
+	propose func(controller.Command) (controller.Result, error)
+	// commit proposes without waiting for the table to reflect the
+	// command: CreateTopic waits for that under its own deadline.
+	commit         func(context.Context, controller.Command) (controller.Result, error)
+	check          func(controller.Command) (controller.Result, error)
+	waitReconciled func(ctx context.Context, index uint64) error
+	stop           <-chan struct{} // closed when the broker stops
+}
+
+func newTopicTable(d topicTableDeps) TopicTable {
+	return TopicTable{topicTableDeps: d, byName: map[string]*Topic{}, byID: map[controller.TopicID]*Topic{}}
+}
+
+func (tt *TopicTable) topicDir(name string, id controller.TopicID) string {
+	return filepath.Join(tt.dataDir, topicsDir, name+"-"+id.String())
 }
 
 // Topics returns every topic, sorted by name.
-func (b *Broker) Topics() []*Topic {
-	b.mu.RLock()
-	out := make([]*Topic, 0, len(b.byName))
-	for _, t := range b.byName {
+func (tt *TopicTable) Topics() []*Topic {
+	tt.mu.RLock()
+	out := make([]*Topic, 0, len(tt.byName))
+	for _, t := range tt.byName {
 		out = append(out, t)
 	}
-	b.mu.RUnlock()
+	tt.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
 // Topic looks a topic up by name.
-func (b *Broker) Topic(name string) *Topic {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.byName[name]
+func (tt *TopicTable) Topic(name string) *Topic {
+	tt.mu.RLock()
+	defer tt.mu.RUnlock()
+	return tt.byName[name]
 }
 
 // TopicByID looks a topic up by ID.
-func (b *Broker) TopicByID(id controller.TopicID) *Topic {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.byID[id]
+func (tt *TopicTable) TopicByID(id controller.TopicID) *Topic {
+	tt.mu.RLock()
+	defer tt.mu.RUnlock()
+	return tt.byID[id]
 }
 
 // CreateTopicRequest describes a topic to create. Partitions <= 0 and
@@ -115,22 +159,22 @@ type CreateTopicRequest struct {
 // CreateTopic validates the topic and creates it through the controller,
 // returning it once this node serves it (a detached description of it
 // when ValidateOnly).
-func (b *Broker) CreateTopic(req CreateTopicRequest) (*Topic, error) {
+func (tt *TopicTable) CreateTopic(req CreateTopicRequest) (*Topic, error) {
 	if err := controller.ValidateTopicName(req.Name); err != nil {
 		return nil, err
 	}
 	if req.Partitions <= 0 {
-		req.Partitions = int32(b.props.Int("default_topic_partitions"))
+		req.Partitions = int32(tt.props.Int("default_topic_partitions"))
 	}
 	if req.ReplicationFactor <= 0 {
-		req.ReplicationFactor = int16(b.props.Int("default_topic_replications"))
+		req.ReplicationFactor = int16(tt.props.Int("default_topic_replications"))
 	}
 	if req.Partitions > maxPartitionsPerTopic {
 		return nil, fmt.Errorf("%w: %d partitions is more than %d", kerr.InvalidPartitions, req.Partitions, maxPartitionsPerTopic)
 	}
 	// Configs are validated where the topic is created: in the
 	// controller's apply, with ValidateTopicConfig.
-	if err := b.checkCollision(req.Name); err != nil {
+	if err := tt.checkCollision(req.Name); err != nil {
 		return nil, err
 	}
 	cmd := controller.CreateTopic{
@@ -139,7 +183,7 @@ func (b *Broker) CreateTopic(req CreateTopicRequest) (*Topic, error) {
 		PlacementSeed: newPlacementSeed(),
 	}
 	if req.ValidateOnly {
-		res, err := b.check(cmd)
+		res, err := tt.check(cmd)
 		if err != nil {
 			return nil, err
 		}
@@ -155,16 +199,16 @@ func (b *Broker) CreateTopic(req CreateTopicRequest) (*Topic, error) {
 	deadline := time.Now().Add(wait)
 	commitCtx, cancel := context.WithTimeout(context.Background(), proposeTimeout)
 	defer cancel()
-	res, err := b.proposeCtx(commitCtx, cmd, false)
+	res, err := tt.commit(commitCtx, cmd)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	if err := b.ctrl.waitReconciled(ctx, res.Index, b.stop); err != nil {
+	if err := tt.waitReconciled(ctx, res.Index); err != nil {
 		return nil, fmt.Errorf("%w: topic %s is created, but its partitions were not open here within %v", kerr.RequestTimedOut, req.Name, wait)
 	}
-	t := b.Topic(req.Name)
+	t := tt.Topic(req.Name)
 	if t == nil {
 		return nil, fmt.Errorf("%w: topic %s was created but is not served here", kerr.KafkaStorageError, req.Name)
 	}
@@ -172,14 +216,39 @@ func (b *Broker) CreateTopic(req CreateTopicRequest) (*Topic, error) {
 		ctx, cancel = context.WithTimeout(context.Background(), leaderWait)
 		defer cancel()
 	}
-	if !b.awaitLeaders(ctx, t) {
+	if !tt.awaitLeaders(ctx, t) {
 		if bounded {
 			return nil, fmt.Errorf("%w: topic %s is created, but not every partition had a leader within %v", kerr.RequestTimedOut, req.Name, req.Timeout)
 		}
-		b.logger.Warn("partitions still without an elected leader", "topic", t.Name, "waited", leaderWait)
+		tt.logger.Warn("partitions still without an elected leader", "topic", t.Name, "waited", leaderWait)
 	}
-	b.logger.Info("created topic", "topic", t.Name, "id", t.ID.String(), "partitions", req.Partitions)
+	tt.logger.Info("created topic", "topic", t.Name, "id", t.ID.String(), "partitions", req.Partitions)
 	return t, nil
+}
+
+// autoCreate creates a topic on first use when the cluster allows it.
+func (tt *TopicTable) autoCreate(name string) (*Topic, error) {
+	if !tt.props.Bool("auto_create_topics_enabled") {
+		return nil, fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, name)
+	}
+	t, err := tt.CreateTopic(CreateTopicRequest{Name: name})
+	if errors.Is(err, kerr.TopicAlreadyExists) {
+		if t = tt.Topic(name); t != nil {
+			return t, nil
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// AutoCreate is autoCreate for Metadata requests that allow it.
+func (tt *TopicTable) AutoCreate(name string) (*Topic, error) {
+	if err := controller.ValidateTopicName(name); err != nil {
+		return nil, err
+	}
+	return tt.autoCreate(name)
 }
 
 // leaderWait bounds how long a starting broker waits for its replicas'
@@ -189,10 +258,10 @@ const leaderWait = 10 * time.Second
 // awaitLeaders waits until the controller knows a leader for every
 // partition of t, so that clients producing right after CreateTopics
 // find them, or until ctx ends (false).
-func (b *Broker) awaitLeaders(ctx context.Context, t *Topic) bool {
+func (tt *TopicTable) awaitLeaders(ctx context.Context, t *Topic) bool {
 	dl, _ := ctx.Deadline()
-	return b.waitFor(time.Until(dl), func() bool {
-		ct := b.ctrl.state.View().TopicByID(t.ID)
+	return waitFor(tt.stop, time.Until(dl), func() bool {
+		ct := tt.view().TopicByID(t.ID)
 		if ct == nil {
 			return true
 		}
@@ -205,16 +274,16 @@ func (b *Broker) awaitLeaders(ctx context.Context, t *Topic) bool {
 	})
 }
 
-// waitFor polls done until it holds (true), timeout passes or the broker
-// stops (false).
-func (b *Broker) waitFor(timeout time.Duration, done func() bool) bool {
+// waitFor polls done until it holds (true), timeout passes or stop is
+// closed (false).
+func waitFor(stop <-chan struct{}, timeout time.Duration, done func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for !done() {
 		if !time.Now().Before(deadline) {
 			return false
 		}
 		select {
-		case <-b.stop:
+		case <-stop:
 			return false
 		case <-time.After(20 * time.Millisecond):
 		}
@@ -246,11 +315,11 @@ const maxPartitionsPerTopic = 10000
 // checkCollision refuses names that differ from an existing topic's only
 // in '.' versus '_', as Kafka does, because metric names cannot tell them
 // apart.
-func (b *Broker) checkCollision(name string) error {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
+func (tt *TopicTable) checkCollision(name string) error {
+	tt.mu.RLock()
+	defer tt.mu.RUnlock()
 	norm := strings.ReplaceAll(name, ".", "_")
-	for other := range b.byName {
+	for other := range tt.byName {
 		if other != name && strings.ReplaceAll(other, ".", "_") == norm {
 			return fmt.Errorf("%w: topic %q collides with existing topic %q", kerr.InvalidTopicException, name, other)
 		}
@@ -260,37 +329,37 @@ func (b *Broker) checkCollision(name string) error {
 
 // DeleteTopic deletes a topic through the controller; its data and the
 // groups' offsets of it are gone when it returns.
-func (b *Broker) DeleteTopic(name string) error {
-	t := b.Topic(name)
+func (tt *TopicTable) DeleteTopic(name string) error {
+	t := tt.Topic(name)
 	if t == nil {
 		return fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, name)
 	}
-	return b.deleteTopic(t)
+	return tt.deleteTopic(t)
 }
 
 // DeleteTopicByID deletes a topic named by its ID (DeleteTopics v6+).
-func (b *Broker) DeleteTopicByID(id controller.TopicID) (string, error) {
-	t := b.TopicByID(id)
+func (tt *TopicTable) DeleteTopicByID(id controller.TopicID) (string, error) {
+	t := tt.TopicByID(id)
 	if t == nil {
 		return "", fmt.Errorf("%w: %s", kerr.UnknownTopicID, id)
 	}
-	return t.Name, b.deleteTopic(t)
+	return t.Name, tt.deleteTopic(t)
 }
 
-func (b *Broker) deleteTopic(t *Topic) error {
+func (tt *TopicTable) deleteTopic(t *Topic) error {
 	if t.Internal() {
 		return fmt.Errorf("%w: the internal topic %s cannot be deleted", kerr.InvalidTopicException, t.Name)
 	}
-	_, err := b.propose(controller.DeleteTopic{TopicRef: controller.TopicRef{Name: t.Name, ID: t.ID}})
+	_, err := tt.propose(controller.DeleteTopic{TopicRef: controller.TopicRef{Name: t.Name, ID: t.ID}})
 	if err == nil {
-		b.logger.Info("deleted topic", "topic", t.Name, "id", t.ID.String())
+		tt.logger.Info("deleted topic", "topic", t.Name, "id", t.ID.String())
 	}
 	return err
 }
 
 // CreatePartitions raises a topic's partition count to total.
-func (b *Broker) CreatePartitions(name string, total int32, validateOnly bool) error {
-	t := b.Topic(name)
+func (tt *TopicTable) CreatePartitions(name string, total int32, validateOnly bool) error {
+	t := tt.Topic(name)
 	switch {
 	case t == nil:
 		return fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, name)
@@ -301,27 +370,27 @@ func (b *Broker) CreatePartitions(name string, total int32, validateOnly bool) e
 	}
 	cmd := controller.CreatePartitions{TopicRef: controller.TopicRef{Name: t.Name, ID: t.ID}, Total: total, PlacementSeed: newPlacementSeed()}
 	if validateOnly {
-		_, err := b.check(cmd)
+		_, err := tt.check(cmd)
 		return err
 	}
-	if _, err := b.propose(cmd); err != nil {
+	if _, err := tt.propose(cmd); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), leaderWait)
 	defer cancel()
-	b.awaitLeaders(ctx, t)
+	tt.awaitLeaders(ctx, t)
 	return nil
 }
 
 // TopicConfig returns a topic's effective configs.
-func (b *Broker) TopicConfig(t *Topic) []ConfigEntry {
-	return effectiveConfig(t.Configs(), b.props)
+func (tt *TopicTable) TopicConfig(t *Topic) []ConfigEntry {
+	return effectiveConfig(t.Configs(), tt.props)
 }
 
-func (b *Broker) logConfigFor(t *Topic) log.Config {
-	c := logConfig(b.TopicConfig(t))
-	c.Now = b.now
-	c.FS = b.logFS
+func (tt *TopicTable) logConfigFor(t *Topic) log.Config {
+	c := logConfig(tt.TopicConfig(t))
+	c.Now = tt.now
+	c.FS = tt.logFS
 	return c
 }
 
@@ -334,8 +403,8 @@ type ConfigOp struct {
 
 // AlterTopicConfig applies incremental config changes to a topic through
 // the controller; the partitions' logs take them at once.
-func (b *Broker) AlterTopicConfig(name string, ops []ConfigOp, validateOnly bool) error {
-	t := b.Topic(name)
+func (tt *TopicTable) AlterTopicConfig(name string, ops []ConfigOp, validateOnly bool) error {
+	t := tt.Topic(name)
 	if t == nil {
 		return fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, name)
 	}
@@ -354,31 +423,137 @@ func (b *Broker) AlterTopicConfig(name string, ops []ConfigOp, validateOnly bool
 		}
 	}
 	if validateOnly {
-		_, err := b.check(cmd)
+		_, err := tt.check(cmd)
 		return err
 	}
-	_, err := b.propose(cmd)
+	_, err := tt.propose(cmd)
 	return err
 }
 
 // removeOrphanTopicDirs deletes directories of topics that are no longer
 // in the table (a crash during DeleteTopics).
-func (b *Broker) removeOrphanTopicDirs() {
-	entries, err := os.ReadDir(filepath.Join(b.node.DataDir, topicsDir))
+func (tt *TopicTable) removeOrphanTopicDirs() {
+	entries, err := os.ReadDir(filepath.Join(tt.dataDir, topicsDir))
 	if err != nil {
 		return
 	}
 	want := map[string]bool{}
-	for _, t := range b.byName {
-		want[filepath.Base(b.topicDir(t.Name, t.ID))] = true
+	for _, t := range tt.byName {
+		want[filepath.Base(tt.topicDir(t.Name, t.ID))] = true
 	}
 	for _, e := range entries {
 		if !want[e.Name()] {
-			path := filepath.Join(b.node.DataDir, topicsDir, e.Name())
-			b.logger.Warn("removing files of a deleted topic", "dir", path)
+			path := filepath.Join(tt.dataDir, topicsDir, e.Name())
+			tt.logger.Warn("removing files of a deleted topic", "dir", path)
 			if err := os.RemoveAll(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-				b.logger.Warn("remove orphan topic dir", "dir", path, "err", err)
+				tt.logger.Warn("remove orphan topic dir", "dir", path, "err", err)
 			}
 		}
 	}
+}
+
+// apply makes the table match v's topics: it adds the new ones, hands
+// the logs of a topic whose configs changed their new settings (every
+// topic's when the cluster's properties changed, as they are the topic
+// configs' defaults), has open open what v newly assigns here, and takes
+// out the deleted topics, closing their replicas and having removeFiles
+// remove those replicas' Raft state. It returns the deleted topics, whose
+// files and offsets the caller removes once the lock is released.
+func (tt *TopicTable) apply(v *controller.View, propsChanged bool, open func(*Topic, *controller.Topic), removeFiles func(*Partition)) (removed []*Topic) {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	wanted := map[controller.TopicID]bool{}
+	for _, ct := range v.Topics() {
+		id := ct.ID
+		wanted[id] = true
+		t := tt.byID[id]
+		if t == nil {
+			t = &Topic{Name: ct.Name, ID: id, ReplicationFactor: int16(ct.ReplicationFactor())}
+			empty := []*Partition{}
+			t.parts.Store(&empty)
+			t.configs.Store(&map[string]string{})
+			tt.byName[t.Name] = t
+			tt.byID[id] = t
+		}
+		if topicChanged := !maps.Equal(t.Configs(), ct.Configs); topicChanged || propsChanged {
+			if topicChanged {
+				configs := maps.Clone(ct.Configs)
+				if configs == nil {
+					configs = map[string]string{}
+				}
+				t.configs.Store(&configs)
+			}
+			cfg := tt.logConfigFor(t)
+			for _, p := range t.partitions() {
+				if p != nil {
+					p.setConfig(cfg)
+				}
+			}
+		}
+		open(t, ct)
+	}
+	for id, t := range tt.byID {
+		if !wanted[id] {
+			delete(tt.byID, id)
+			delete(tt.byName, t.Name)
+			for _, p := range t.partitions() {
+				if p != nil {
+					p.markDeleted()
+					p.close()
+					removeFiles(p)
+				}
+			}
+			removed = append(removed, t)
+		}
+	}
+	return removed
+}
+
+// shut marks the table closed, false when it already was, so that the
+// broker closes once.
+func (tt *TopicTable) shut() bool {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	if tt.closed {
+		return false
+	}
+	tt.closed = true
+	return true
+}
+
+// isClosed reports whether the broker closed or is closing.
+func (tt *TopicTable) isClosed() bool {
+	tt.mu.RLock()
+	defer tt.mu.RUnlock()
+	return tt.closed
+}
+
+// closeReplicas stops every replica, all at once: each waits for its Raft
+// group to shut down.
+func (tt *TopicTable) closeReplicas() error {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for _, t := range tt.byName {
+		for _, p := range t.partitions() {
+			if p == nil {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := p.close(); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
