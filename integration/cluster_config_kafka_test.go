@@ -121,14 +121,16 @@ func TestClusterConfigKafkaAPI(t *testing.T) {
 		return resp[0]
 	}
 
-	// Set through the Kafka name; every broker describes it under weir's.
+	// Set through the Kafka name; every broker describes it under either
+	// name when asked for it by name.
 	if r := alter(kadm.AlterConfig{Op: kadm.SetConfig, Name: "log.retention.ms", Value: kadm.StringPtr(newRetention)}); r.Err != nil {
 		t.Fatalf("set log.retention.ms: %v (%s)", r.Err, r.ErrMessage)
 	}
 	waitConfigEverywhere(t, bs, broker, "", "log_retention_ms", newRetention, kmsg.ConfigSourceDynamicDefaultBrokerConfig)
 	waitConfigEverywhere(t, bs, broker, "", "log.retention.ms", newRetention, kmsg.ConfigSourceDynamicDefaultBrokerConfig)
 
-	// kadm's cluster-level describe agrees, synonyms as Kafka lists them.
+	// kadm's cluster-level describe lists it under the Kafka name only,
+	// synonyms as Kafka lists them.
 	rcs, err := adm.DescribeBrokerConfigs(ctxTimeout(t, requestTimeout))
 	if err != nil {
 		t.Fatalf("DescribeBrokerConfigs: %v", err)
@@ -139,17 +141,20 @@ func TestClusterConfigKafkaAPI(t *testing.T) {
 	}
 	var found bool
 	for _, c := range rc.Configs {
-		if c.Key != "log_retention_ms" {
+		if c.Key == "log_retention_ms" {
+			t.Errorf("kadm describe lists the weir name of a Kafka-named property: %+v", c)
+		}
+		if c.Key != "log.retention.ms" {
 			continue
 		}
 		found = true
 		if c.MaybeValue() != newRetention || c.Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig || len(c.Synonyms) != 2 ||
 			c.Synonyms[1].Source != kmsg.ConfigSourceDefaultConfig || derefStr(c.Synonyms[1].Value) != defaultRetention {
-			t.Errorf("kadm describe log_retention_ms: %+v", c)
+			t.Errorf("kadm describe log.retention.ms: %+v", c)
 		}
 	}
 	if !found {
-		t.Errorf("kadm describe: no log_retention_ms in %d configs", len(rc.Configs))
+		t.Errorf("kadm describe: no log.retention.ms in %d configs", len(rc.Configs))
 	}
 
 	// A topic created afterwards inherits it.
@@ -191,4 +196,34 @@ func TestClusterConfigKafkaAPI(t *testing.T) {
 	}
 	waitConfigEverywhere(t, bs, broker, "", "log_retention_ms", defaultRetention, kmsg.ConfigSourceDefaultConfig)
 	waitConfigEverywhere(t, bs, kmsg.ConfigResourceTypeTopic, topic, "retention.ms", defaultRetention, kmsg.ConfigSourceDefaultConfig)
+}
+
+// TestBrokerConfigsKafkaConfigsTool: Kafka's kafka-configs on the
+// cluster-default broker entity adds, describes and deletes a property by
+// its Kafka name, and --describe --all lists weir-only properties under
+// their own names.
+func TestBrokerConfigsKafkaConfigsTool(t *testing.T) {
+	bs := StartCluster(t, 1)
+	boot := strings.Join(kafkaAddrs(bs), ",")
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := kafkaTool(t, "kafka.admin.ConfigCommand", append([]string{"--bootstrap-server", boot, "--entity-type", "brokers", "--entity-default"}, args...)...)
+		if err != nil {
+			t.Fatalf("kafka-configs %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	run("--alter", "--add-config", "num.partitions=3,log.retention.ms=7200000")
+	waitConfigEverywhere(t, bs, kmsg.ConfigResourceTypeBroker, "", "default_topic_partitions", "3", kmsg.ConfigSourceDynamicDefaultBrokerConfig)
+	if out := run("--describe"); !strings.Contains(out, "num.partitions=3") || !strings.Contains(out, "log.retention.ms=7200000") {
+		t.Errorf("kafka-configs --describe after setting num.partitions and log.retention.ms:\n%s", out)
+	}
+	run("--alter", "--delete-config", "num.partitions")
+	waitConfigEverywhere(t, bs, kmsg.ConfigResourceTypeBroker, "", "default_topic_partitions", "1", kmsg.ConfigSourceDefaultConfig)
+	out := run("--describe", "--all")
+	for _, want := range []string{"num.partitions=1", "log.retention.ms=7200000", "enable_rack_aware_follower_fetching=", "auto.leader.rebalance.enable=true"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kafka-configs --describe --all: no %q in\n%s", want, out)
+		}
+	}
 }

@@ -19,11 +19,14 @@ package kafka
 //     Documentation (v3+) is the property's description; config type
 //     (v3+) is BOOLEAN, LONG for integers, STRING.
 //   - Kafka names: a property with a Kafka equivalent (kafkaPropertyNames,
-//     e.g. log.retention.ms for log_retention_ms) may be altered under
-//     either name. Describe lists weir names only, and adds an entry under
-//     the Kafka name when config_names asks for it by that name. Names
-//     neither weir nor this table knows are left out of a describe, as
-//     Kafka leaves out unknown names.
+//     e.g. log.retention.ms for log_retention_ms) is described under its
+//     Kafka name, so Kafka's tools and the Java AdminClient find what they
+//     set (kafka-configs --delete-config refuses a name the describe does
+//     not list); weir-only properties under their own names. Either name
+//     may be altered or deleted, and config_names may ask for either:
+//     asked for by its weir name, a property is described under that name
+//     too. Names neither weir nor this table knows are left out of a
+//     describe, as Kafka leaves out unknown names.
 //   - IncrementalAlterConfigs and AlterConfigs on BROKER "" change the
 //     properties through the controller, all of one resource's changes at
 //     once or none: SET sets, DELETE resets to the default, APPEND and
@@ -51,21 +54,33 @@ import (
 // kafkaPropertyNames maps Kafka broker config names to the weir cluster
 // properties that mean the same.
 var kafkaPropertyNames = map[string]string{
-	"auto.create.topics.enable":        "auto_create_topics_enabled",
-	"log.retention.ms":                 "log_retention_ms",
-	"log.segment.bytes":                "log_segment_size",
-	"num.partitions":                   "default_topic_partitions",
-	"default.replication.factor":       "default_topic_replications",
-	"message.max.bytes":                "kafka_batch_max_bytes",
-	"fetch.max.bytes":                  "fetch_max_bytes",
-	"log.retention.bytes":              "retention_bytes",
-	"log.roll.ms":                      "log_segment_ms",
-	"log.message.timestamp.type":       "log_message_timestamp_type",
-	"group.min.session.timeout.ms":     "group_min_session_timeout_ms",
-	"group.max.session.timeout.ms":     "group_max_session_timeout_ms",
-	"group.initial.rebalance.delay.ms": "group_initial_rebalance_delay_ms",
-	"replica.lag.time.max.ms":          "replica_lag_time_max_ms",
+	"auto.create.topics.enable":           "auto_create_topics_enabled",
+	"log.retention.ms":                    "log_retention_ms",
+	"log.segment.bytes":                   "log_segment_size",
+	"num.partitions":                      "default_topic_partitions",
+	"default.replication.factor":          "default_topic_replications",
+	"message.max.bytes":                   "kafka_batch_max_bytes",
+	"fetch.max.bytes":                     "fetch_max_bytes",
+	"log.retention.bytes":                 "retention_bytes",
+	"log.roll.ms":                         "log_segment_ms",
+	"log.message.timestamp.type":          "log_message_timestamp_type",
+	"group.min.session.timeout.ms":        "group_min_session_timeout_ms",
+	"group.max.session.timeout.ms":        "group_max_session_timeout_ms",
+	"group.initial.rebalance.delay.ms":    "group_initial_rebalance_delay_ms",
+	"replica.lag.time.max.ms":             "replica_lag_time_max_ms",
+	"auto.leader.rebalance.enable":        "enable_leader_balancer",
+	"offsets.retention.check.interval.ms": "group_offset_retention_check_ms",
+	"offsets.topic.num.partitions":        "group_topic_partitions",
 }
+
+// kafkaNameOf is the Kafka name of each weir property that has one.
+var kafkaNameOf = func() map[string]string {
+	m := make(map[string]string, len(kafkaPropertyNames))
+	for k, w := range kafkaPropertyNames {
+		m[w] = k
+	}
+	return m
+}()
 
 // propertyName resolves a Kafka or weir name to the weir property name.
 func propertyName(name string) string {
@@ -84,17 +99,22 @@ func (s *Server) checkBrokerResource(name string) error {
 	return fmt.Errorf("%w: broker %q is not this broker (%d)", kerr.InvalidRequest, name, s.cluster.NodeID())
 }
 
-// clusterPropertyEntries is every cluster property, by weir name, plus
-// the Kafka-named entries asked for in names.
+// clusterPropertyEntries is every cluster property, under its Kafka name
+// when it has one, plus the weir-named entries of those asked for in
+// names by their weir name.
 func clusterPropertyEntries(v *config.Values, names []string) []broker.ConfigEntry {
 	reg := v.Registry()
 	var out []broker.ConfigEntry
 	for _, name := range reg.Names() {
-		out = append(out, clusterPropertyEntry(v, name, name))
+		shown := name
+		if k, ok := kafkaNameOf[name]; ok {
+			shown = k
+		}
+		out = append(out, clusterPropertyEntry(v, shown, name))
 	}
 	for _, n := range names {
-		if w, ok := kafkaPropertyNames[n]; ok {
-			out = append(out, clusterPropertyEntry(v, n, w))
+		if _, ok := kafkaNameOf[n]; ok {
+			out = append(out, clusterPropertyEntry(v, n, n))
 		}
 	}
 	return out

@@ -59,16 +59,21 @@ func TestBrokerConfigsDescribeAndAlter(t *testing.T) {
 	if r.ErrorCode != 0 {
 		t.Fatalf("describe: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
-	ret := findConfig(r, "log_retention_ms")
+	// A property with a Kafka name is listed under it, the others under
+	// weir's.
+	ret := findConfig(r, "log.retention.ms")
 	if ret == nil || ret.Source != kmsg.ConfigSourceDefaultConfig || ret.ReadOnly || ret.ConfigType != kmsg.ConfigTypeLong ||
 		len(ret.ConfigSynonyms) != 1 || ret.Documentation == nil {
-		t.Fatalf("log_retention_ms before: %+v", ret)
+		t.Fatalf("log.retention.ms before: %+v", ret)
 	}
-	if p := findConfig(r, "group_topic_partitions"); p == nil || !p.ReadOnly {
-		t.Fatalf("group_topic_partitions: %+v", p)
+	if p := findConfig(r, "offsets.topic.num.partitions"); p == nil || !p.ReadOnly {
+		t.Fatalf("offsets.topic.num.partitions: %+v", p)
 	}
-	if findConfig(r, "log.retention.ms") != nil {
-		t.Fatal("Kafka name listed without being asked for")
+	if findConfig(r, "log_retention_ms") != nil || findConfig(r, "group_topic_partitions") != nil {
+		t.Fatal("weir name of a Kafka-named property listed without being asked for")
+	}
+	if findConfig(r, "superusers") == nil {
+		t.Fatal("a weir-only property is not listed under its name")
 	}
 
 	// Set through the Kafka name; both names describe it.
@@ -120,6 +125,20 @@ func TestBrokerConfigsDescribeAndAlter(t *testing.T) {
 		t.Fatal("validate_only changed fetch_max_bytes")
 	}
 
+	// DELETE by the Kafka name of a property set by its weir name.
+	if rr := incAlterBroker(t, c, "", false, incOp("default_topic_partitions", kmsg.IncrementalAlterConfigOpSet, "3")); rr.ErrorCode != 0 {
+		t.Fatalf("set default_topic_partitions: %v", kerr.ErrorForCode(rr.ErrorCode))
+	}
+	if cfg := findConfig(describeBroker(t, c, ""), "num.partitions"); cfg == nil || *cfg.Value != "3" || cfg.Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig {
+		t.Fatalf("num.partitions after setting default_topic_partitions: %+v", cfg)
+	}
+	if rr := incAlterBroker(t, c, "", false, incOp("num.partitions", kmsg.IncrementalAlterConfigOpDelete, "")); rr.ErrorCode != 0 {
+		t.Fatalf("delete num.partitions: %v", kerr.ErrorForCode(rr.ErrorCode))
+	}
+	if _, set := b.Properties().Get("default_topic_partitions"); set {
+		t.Fatal("deleting num.partitions left default_topic_partitions set")
+	}
+
 	// AlterConfigs replaces the whole dynamic set.
 	req := kmsg.NewPtrAlterConfigsRequest()
 	req.Version = 1
@@ -143,7 +162,7 @@ func TestBrokerConfigsDescribeAndAlter(t *testing.T) {
 	if rr := incAlterBroker(t, c, "", false, incOp("fetch_max_bytes", kmsg.IncrementalAlterConfigOpDelete, "")); rr.ErrorCode != 0 {
 		t.Fatalf("delete: %v", kerr.ErrorForCode(rr.ErrorCode))
 	}
-	if p := findConfig(describeBroker(t, c, ""), "fetch_max_bytes"); p == nil || p.Source != kmsg.ConfigSourceDefaultConfig || *p.Value != "57671680" {
+	if p := findConfig(describeBroker(t, c, ""), "fetch.max.bytes"); p == nil || p.Source != kmsg.ConfigSourceDefaultConfig || *p.Value != "57671680" {
 		t.Fatalf("after delete: %+v", p)
 	}
 }
