@@ -223,7 +223,7 @@ func (rs *Replicas) preferredReady(p *Partition, cp controller.Partition, v *con
 		return reg, fmt.Sprintf("the preferred replica, broker %d, is not live", preferred)
 	case !slices.Contains(p.tracking.isr(rs.node.NodeID, cp.Replicas, now, lagMax), preferred):
 		return reg, fmt.Sprintf("the preferred replica, broker %d, is not in sync", preferred)
-	case !p.tracking.caughtUp(preferred, p.HighWatermark()):
+	case !p.tracking.current(preferred, p.HighWatermark(), now):
 		return reg, fmt.Sprintf("the preferred replica, broker %d, has not caught up with the high watermark", preferred)
 	}
 	return reg, ""

@@ -136,6 +136,14 @@ func (lt *leaderTracking) keepsUp(node int32, now time.Time, window time.Duratio
 	return f != nil && !f.caughtUpAt.IsZero() && now.Sub(f.caughtUpAt) <= window
 }
 
+// current reports whether node may be treated as level with the leader:
+// caught up with leaderEnd at its last report, or keeping up within
+// promoteWithin (keepsUp). Promotion to voter, leadership transfers and a
+// reassignment's removals wait for it.
+func (lt *leaderTracking) current(node int32, leaderEnd int64, now time.Time) bool {
+	return lt.caughtUp(node, leaderEnd) || lt.keepsUp(node, now, promoteWithin)
+}
+
 // reportProgress sends each leader broker the log ends of this broker's
 // follower replicas of its partitions.
 func (rs *Replicas) reportProgress() {
@@ -348,7 +356,7 @@ func (rs *Replicas) maintainMembers(p *Partition, cp controller.Partition, v *co
 		case s.Addr != want:
 			change = "updated a catching-up replica's address"
 			err = p.group.AddNonvoter(ctx, s.ID, want)
-		case !s.Voter && (p.tracking.caughtUp(int32(id), p.HighWatermark()) || p.tracking.keepsUp(int32(id), now, promoteWithin)):
+		case !s.Voter && p.tracking.current(int32(id), p.HighWatermark(), now):
 			change = "promoted a caught-up replica to voter"
 			err = p.group.AddVoter(ctx, s.ID, want)
 		}
@@ -363,7 +371,7 @@ func (rs *Replicas) maintainMembers(p *Partition, cp controller.Partition, v *co
 		}
 		return true
 	}
-	return false
+	return rs.reshapeGroup(p, cp, v, servers, now)
 }
 
 // balanceLeader moves leadership to the preferred replica when it is in

@@ -39,6 +39,9 @@ type Partition struct {
 	ckptOnDisk bool
 
 	group *raft.Group // nil until the replica starts, and for detached topics
+	// solo: the group was started with a sole replica's short timers,
+	// which a group of several must not keep (openAssigned reopens it).
+	solo bool
 	// pull copies batches from the leader's log (snapshot catch-up).
 	pull func(from, upTo int64) (recordChunk, error)
 

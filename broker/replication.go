@@ -19,6 +19,7 @@ import (
 	"github.com/weir-broker/weir/config"
 	"github.com/weir-broker/weir/log"
 	"github.com/weir-broker/weir/raft"
+	"os"
 )
 
 // Every partition is a Raft group over its replicas, named after the
@@ -77,22 +78,43 @@ func newReplicas(d replicaDeps) Replicas {
 func (rs *Replicas) raftDir() string { return filepath.Join(rs.node.DataDir, "raft") }
 
 // openAssigned opens the partitions of ct this node holds a replica of
-// that are not open yet; the topic table's lock is held. A partition
-// hosted elsewhere stays nil in the table.
+// that are not open yet, and closes (removing its files) a replica a
+// reassignment moved off this node; the topic table's lock is held. A
+// partition hosted elsewhere stays nil in the table.
 func (rs *Replicas) openAssigned(t *Topic, ct *controller.Topic, v *controller.View) {
 	have := t.partitions()
-	if len(have) >= len(ct.Partitions) {
+	parts := make([]*Partition, max(len(ct.Partitions), len(have)))
+	copy(parts, have)
+	changed := len(have) < len(ct.Partitions)
+	var open []int
+	for i := range ct.Partitions {
+		p, mine := parts[i], slices.Contains(ct.Partitions[i].Replicas, rs.node.NodeID)
+		switch {
+		case p == nil && mine:
+			open = append(open, i)
+		case p != nil && !mine:
+			rs.closeMoved(p)
+			parts[i], changed = nil, true
+		case p != nil && p.solo && len(ct.Partitions[i].Replicas) > 1:
+			// A sole replica gaining others: its short timers and
+			// lease would have it step down as soon as a second voter
+			// joins, so its group restarts with a partition's.
+			rs.logger.Info("restarting a sole replica's group for the replicas joining it", "topic", t.Name, "partition", i)
+			p.close()
+			parts[i], changed = nil, true
+			open = append(open, i)
+		}
+	}
+	if len(open) == 0 && !changed {
 		return
 	}
-	parts := make([]*Partition, len(ct.Partitions))
-	copy(parts, have)
 	// Replicas open in parallel: each one's Raft bootstrap waits for an
 	// fsync of the node's shared Raft log, and concurrent ones share it
 	// (group commit), so a topic of a thousand partitions opens in about
 	// the time of a few dozen fsyncs instead of a thousand.
 	work := make(chan int)
 	var wg sync.WaitGroup
-	for range min(openReplicaWorkers, len(ct.Partitions)-len(have)) {
+	for range min(openReplicaWorkers, len(open)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -106,14 +128,25 @@ func (rs *Replicas) openAssigned(t *Topic, ct *controller.Topic, v *controller.V
 			}
 		}()
 	}
-	for i := len(have); i < len(ct.Partitions); i++ {
-		if slices.Contains(ct.Partitions[i].Replicas, rs.node.NodeID) {
-			work <- i
-		}
+	for _, i := range open {
+		work <- i
 	}
 	close(work)
 	wg.Wait()
+	parts = parts[:len(ct.Partitions)]
 	t.parts.Store(&parts)
+}
+
+// closeMoved stops a replica that no longer belongs on this node (a
+// reassignment completed or was cancelled) and removes its files: its
+// group's leader has removed it from the group, or will.
+func (rs *Replicas) closeMoved(p *Partition) {
+	rs.logger.Info("removing a replica reassigned away from this broker", "topic", p.topic.Name, "partition", p.Index)
+	p.close()
+	rs.removeReplicaFiles(p)
+	if err := os.RemoveAll(p.dir); err != nil {
+		rs.logger.Warn("removing a reassigned replica's log", "topic", p.topic.Name, "partition", p.Index, "err", err)
+	}
 }
 
 // openReplicaWorkers bounds how many replicas of one topic open at once.
@@ -162,6 +195,7 @@ func (rs *Replicas) openReplica(t *Topic, index int32, cp controller.Partition, 
 	}
 	if len(cp.Replicas) == 1 {
 		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = soloRaftTimeouts()
+		p.solo = true
 	}
 	g, err := rs.mux().Start(cfg)
 	if err != nil {

@@ -144,9 +144,13 @@ type CreateTopicRequest struct {
 	Name              string
 	Partitions        int32
 	ReplicationFactor int16
-	Configs           map[string]string
-	ValidateOnly      bool
-	Internal          bool
+	// Assignment, when set, places each partition on the brokers it
+	// lists (the first the preferred leader); Partitions and
+	// ReplicationFactor are then taken from it.
+	Assignment   [][]int32
+	Configs      map[string]string
+	ValidateOnly bool
+	Internal     bool
 	// Timeout bounds the wait for the commit, for the partitions to be
 	// open here and to have leaders (CreateTopics' timeout_ms). Past it
 	// the answer is REQUEST_TIMED_OUT while creation carries on, as
@@ -162,6 +166,9 @@ type CreateTopicRequest struct {
 func (tt *TopicTable) CreateTopic(req CreateTopicRequest) (*Topic, error) {
 	if err := controller.ValidateTopicName(req.Name); err != nil {
 		return nil, err
+	}
+	if len(req.Assignment) > 0 {
+		req.Partitions, req.ReplicationFactor = int32(len(req.Assignment)), int16(len(req.Assignment[0]))
 	}
 	if req.Partitions <= 0 {
 		req.Partitions = int32(tt.props.Int("default_topic_partitions"))
@@ -180,7 +187,7 @@ func (tt *TopicTable) CreateTopic(req CreateTopicRequest) (*Topic, error) {
 	cmd := controller.CreateTopic{
 		Name: req.Name, ID: controller.NewTopicID(), Partitions: req.Partitions,
 		ReplicationFactor: req.ReplicationFactor, Configs: req.Configs, Internal: req.Internal,
-		PlacementSeed: newPlacementSeed(),
+		Assignment: req.Assignment, PlacementSeed: newPlacementSeed(),
 	}
 	if req.ValidateOnly {
 		res, err := tt.check(cmd)

@@ -72,6 +72,8 @@ func (s *Server) newAPITable() apiTable {
 		{key: 37, name: "CreatePartitions", min: 0, max: 3, handle: s.handleCreatePartitions},
 		{key: 42, name: "DeleteGroups", min: 0, max: 2, handle: s.handleDeleteGroups},
 		{key: 43, name: "ElectLeaders", min: 0, max: 2, handle: s.handleElectLeaders},
+		{key: 45, name: "AlterPartitionReassignments", min: 0, max: 1, handle: s.handleAlterPartitionReassignments},
+		{key: 46, name: "ListPartitionReassignments", min: 0, max: 0, handle: s.handleListPartitionReassignments},
 		{key: 55, name: "DescribeQuorum", min: 0, max: 2, handle: s.handleDescribeQuorum},
 		{key: 44, name: "IncrementalAlterConfigs", min: 0, max: 1, handle: s.handleIncrementalAlterConfigs},
 		{key: 47, name: "OffsetDelete", min: 0, max: 0, handle: s.handleOffsetDelete},

@@ -662,6 +662,8 @@ func TestEveryAPIAuthorized(t *testing.T) {
 		"DescribeLogDirs":              "TestDescribeLogDirsAgainstFakes",
 		"DescribeQuorum":               "TestDescribeQuorumAgainstFakes",
 		"DescribeProducers":            "TestDescribeProducersAuthorization",
+		"AlterPartitionReassignments":  "TestReassignmentsAuthorization",
+		"ListPartitionReassignments":   "TestReassignmentsAuthorization",
 	}
 	for _, a := range new(Server).newAPITable() {
 		if a.name == "" || unchecked[a.name] {

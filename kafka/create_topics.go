@@ -83,8 +83,8 @@ func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, duplicate, valida
 	switch {
 	case duplicate:
 		return nil, fmt.Errorf("%w: topic %q appears more than once in the request", kerr.InvalidRequest, rt.Topic)
-	case len(rt.ReplicaAssignment) > 0:
-		return nil, fmt.Errorf("%w: manual replica assignment is not supported", kerr.InvalidRequest)
+	case len(rt.ReplicaAssignment) > 0 && (rt.NumPartitions != -1 || rt.ReplicationFactor != -1):
+		return nil, fmt.Errorf("%w: both num_partitions or replication_factor and a replica assignment were set", kerr.InvalidRequest)
 	case rt.NumPartitions == 0 || rt.NumPartitions < -1:
 		return nil, fmt.Errorf("%w: %d partitions", kerr.InvalidPartitions, rt.NumPartitions)
 	case rt.ReplicationFactor == 0 || rt.ReplicationFactor < -1:
@@ -97,8 +97,19 @@ func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, duplicate, valida
 		}
 		configs[cfg.Name] = *cfg.Value
 	}
+	var assignment [][]int32
+	if len(rt.ReplicaAssignment) > 0 {
+		assignment = make([][]int32, len(rt.ReplicaAssignment))
+		for _, ra := range rt.ReplicaAssignment {
+			if ra.Partition < 0 || int(ra.Partition) >= len(assignment) || assignment[ra.Partition] != nil {
+				return nil, fmt.Errorf("%w: the replica assignment must name partitions 0 to %d once each (got partition %d)",
+					kerr.InvalidReplicaAssignment, len(assignment)-1, ra.Partition)
+			}
+			assignment[ra.Partition] = ra.Replicas
+		}
+	}
 	return s.topicAdmin.CreateTopic(broker.CreateTopicRequest{
-		Name: rt.Topic, Partitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor,
+		Name: rt.Topic, Partitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor, Assignment: assignment,
 		Configs: configs, ValidateOnly: validateOnly, Timeout: timeout,
 	})
 }

@@ -97,6 +97,13 @@ type operations interface {
 	ControllerQuorum(ctx context.Context) (broker.QuorumInfo, error)
 }
 
+// reassignments are partition reassignments: AlterPartitionReassignments,
+// ListPartitionReassignments.
+type reassignments interface {
+	ReassignPartition(topic string, partition int32, target []int32) error
+	Reassignments(wanted func(topic string, partition int32) bool) []broker.Reassignment
+}
+
 // domain is the broker as the handlers reach it, a family at a time.
 type domain struct {
 	cluster    clusterView
@@ -107,8 +114,9 @@ type domain struct {
 	props      clusterProperties
 	security   security
 	operations operations
+	reassign   reassignments
 }
 
 func domainOf(b *broker.Broker) domain {
-	return domain{cluster: b, topics: b, topicAdmin: b, records: b, groups: b, props: b, security: b, operations: b}
+	return domain{cluster: b, topics: b, topicAdmin: b, records: b, groups: b, props: b, security: b, operations: b, reassign: b}
 }

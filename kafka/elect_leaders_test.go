@@ -252,3 +252,67 @@ func TestDescribeProducersAuthorization(t *testing.T) {
 		}
 	}
 }
+
+// fakeReassignments records what it is asked.
+type fakeReassignments struct {
+	asked []string
+}
+
+func (f *fakeReassignments) ReassignPartition(topic string, partition int32, target []int32) error {
+	f.asked = append(f.asked, fmt.Sprintf("%s/%d→%v", topic, partition, target))
+	return nil
+}
+
+func (f *fakeReassignments) Reassignments(func(string, int32) bool) []broker.Reassignment {
+	return []broker.Reassignment{{Topic: "a", Partition: 0, Replicas: []int32{2, 3, 1}, Adding: []int32{3}, Removing: []int32{1}}}
+}
+
+// AlterPartitionReassignments needs ALTER on the cluster and
+// ListPartitionReassignments DESCRIBE, refused at the top level before
+// anything is asked of the broker; an empty replica list is refused per
+// partition.
+func TestReassignmentsAuthorization(t *testing.T) {
+	sec := &fakeSecurity{allowed: []string{"User:admin"}}
+	ra := &fakeReassignments{}
+	s := &Server{domain: domain{security: sec, reassign: ra, topics: noTopics{}}, logger: slog.New(slog.DiscardHandler), opts: Options{ConnectionMaxInflightRequests: 6}}
+	alter := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	rt := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+	rt.Topic = "a"
+	for i, replicas := range [][]int32{{2, 3}, {}, nil} {
+		rp := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+		rp.Partition, rp.Replicas = int32(i), replicas
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	alter.Topics = append(alter.Topics, rt)
+	kresp, err := s.handleAlterPartitionReassignments(fakeConn(t, s, "User:mallory"), alter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := kresp.(*kmsg.AlterPartitionAssignmentsResponse); r.ErrorCode != kerr.ClusterAuthorizationFailed.Code || len(ra.asked) != 0 {
+		t.Fatalf("unauthorized alter: %+v, asked %v", r, ra.asked)
+	}
+	kresp, err = s.handleAlterPartitionReassignments(fakeConn(t, s, "User:admin"), alter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := kresp.(*kmsg.AlterPartitionAssignmentsResponse).Topics[0].Partitions
+	if parts[0].ErrorCode != 0 || parts[1].ErrorCode != kerr.InvalidReplicaAssignment.Code || parts[2].ErrorCode != 0 ||
+		fmt.Sprint(ra.asked) != "[a/0→[2 3] a/2→[]]" {
+		t.Fatalf("alter: %+v, asked %v", parts, ra.asked)
+	}
+	list := kmsg.NewPtrListPartitionReassignmentsRequest()
+	kresp, err = s.handleListPartitionReassignments(fakeConn(t, s, "User:mallory"), list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := kresp.(*kmsg.ListPartitionReassignmentsResponse); r.ErrorCode != kerr.ClusterAuthorizationFailed.Code || len(r.Topics) != 0 {
+		t.Fatalf("unauthorized list: %+v", r)
+	}
+	kresp, err = s.handleListPartitionReassignments(fakeConn(t, s, "User:admin"), list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := kresp.(*kmsg.ListPartitionReassignmentsResponse); len(r.Topics) != 1 || fmt.Sprint(r.Topics[0].Partitions[0].AddingReplicas) != "[3]" {
+		t.Fatalf("list: %+v", r)
+	}
+}

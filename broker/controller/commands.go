@@ -56,6 +56,9 @@ const (
 	// CmdCreateACLs and CmdDeleteACLs are in acl.go.
 	CmdCreateACLs CommandType = 14
 	CmdDeleteACLs CommandType = 15
+	// CmdReassignPartition and CmdCompleteReassignment are in reassign.go.
+	CmdReassignPartition    CommandType = 17
+	CmdCompleteReassignment CommandType = 18
 )
 
 var commandNames = map[CommandType]string{
@@ -74,6 +77,8 @@ var commandNames = map[CommandType]string{
 	CmdAlterScramCredentials: "AlterScramCredentials",
 	CmdCreateACLs:            "CreateACLs",
 	CmdDeleteACLs:            "DeleteACLs",
+	CmdReassignPartition:     "ReassignPartition",
+	CmdCompleteReassignment:  "CompleteReassignment",
 }
 
 func (t CommandType) String() string {
@@ -90,6 +95,7 @@ var currentVersion = map[CommandType]uint8{
 	CmdCreateTopic: 1, CmdDeleteTopic: 1, CmdCreatePartitions: 1, CmdAlterTopicConfig: 1,
 	CmdSetClusterProperties: 1, CmdSetLicense: 1, CmdReportLeader: 1, CmdAllocateProducerIDs: 1,
 	CmdAlterScramCredentials: 1, CmdCreateACLs: 1, CmdDeleteACLs: 1,
+	CmdReassignPartition: 1, CmdCompleteReassignment: 1,
 }
 
 // Command is one of the command structs of this file.
@@ -365,6 +371,10 @@ func decodeCommand(t CommandType, ver uint8, body []byte) (Command, error) {
 		return decodeBody[CreateACLs](body)
 	case CmdDeleteACLs:
 		return decodeBody[DeleteACLs](body)
+	case CmdReassignPartition:
+		return decodeBody[ReassignPartition](body)
+	case CmdCompleteReassignment:
+		return decodeBody[CompleteReassignment](body)
 	}
 	return nil, fmt.Errorf("%w: unknown command type %d", ErrUnsupportedVersion, t)
 }

@@ -33,6 +33,8 @@ func allCommands() []Command {
 		DeleteACLs{Filters: []ACLFilter{anyACL(), {ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: strp("orders"),
 			PatternType: kmsg.ACLResourcePatternTypeMatch, Principal: strp("User:alice"), Host: strp("*"),
 			Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow}}},
+		ReassignPartition{Topic: "t", Partition: 1, Target: []int32{3, 1, 2}},
+		CompleteReassignment{TopicID: topicID(1), Partition: 1, Target: []int32{3, 1}},
 	}
 }
 

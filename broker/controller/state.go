@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weir-broker/weir/config"
+	"slices"
 )
 
 // TopicID is a topic's UUID, given at creation and never reused, so a
@@ -119,15 +120,22 @@ type Partition struct {
 	// ISR is the in-sync replicas as the leader last reported them; nil
 	// until it does.
 	ISR []int32 `json:"isr,omitempty"`
+	// AddingReplicas and RemovingReplicas are set while a reassignment
+	// runs (reassign.go); both among Replicas.
+	AddingReplicas   []int32 `json:"adding_replicas,omitempty"`
+	RemovingReplicas []int32 `json:"removing_replicas,omitempty"`
 }
 
 // Clone returns a deep copy.
 func (p Partition) Clone() Partition {
-	p.Replicas = append([]int32(nil), p.Replicas...)
-	p.ISR = append([]int32(nil), p.ISR...)
-	if len(p.ISR) == 0 {
-		p.ISR = nil
+	clone := func(s []int32) []int32 {
+		if len(s) == 0 {
+			return nil
+		}
+		return slices.Clone(s)
 	}
+	p.Replicas = append([]int32(nil), p.Replicas...)
+	p.ISR, p.AddingReplicas, p.RemovingReplicas = clone(p.ISR), clone(p.AddingReplicas), clone(p.RemovingReplicas)
 	return p
 }
 

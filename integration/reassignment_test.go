@@ -1,0 +1,240 @@
+package integration
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// reassignTimeout bounds a reassignment of a small partition: the new
+// replicas open, are caught up, vote, and the old ones leave.
+const reassignTimeout = 90 * time.Second
+
+// createAssignedTopic creates a one-partition topic on the given replicas.
+func createAssignedTopic(t testing.TB, b *Broker, name string, replicas ...int32) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 15_000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Partition, ra.Replicas = 0, replicas
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	req.Topics = append(req.Topics, rt)
+	resp, err := ask(t, b, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := resp.(*kmsg.CreateTopicsResponse).Topics[0]; r.ErrorCode != 0 {
+		t.Fatalf("CreateTopics %s on %v: %s %s", name, replicas, errName(r.ErrorCode), derefStr(r.ErrorMessage))
+	}
+}
+
+// reassign asks b to move partition 0 of topic to target (nil: cancel)
+// and returns the partition's answer.
+func reassign(t testing.TB, b *Broker, topic string, target []int32) error {
+	t.Helper()
+	req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	req.TimeoutMillis = 15_000
+	rt := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+	rp.Partition, rp.Replicas = 0, target
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := ask(t, b, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := resp.(*kmsg.AlterPartitionAssignmentsResponse)
+	if r.ErrorCode != 0 {
+		t.Fatalf("AlterPartitionReassignments: %s", errName(r.ErrorCode))
+	}
+	p := r.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 {
+		return fmt.Errorf("%w: %s", kerr.ErrorForCode(p.ErrorCode), derefStr(p.ErrorMessage))
+	}
+	return nil
+}
+
+// reassignments lists every reassignment in progress, as b answers.
+func reassignments(t testing.TB, b *Broker) []kmsg.ListPartitionReassignmentsResponseTopic {
+	t.Helper()
+	resp, err := ask(t, b, kmsg.NewPtrListPartitionReassignmentsRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := resp.(*kmsg.ListPartitionReassignmentsResponse)
+	if r.ErrorCode != 0 {
+		t.Fatalf("ListPartitionReassignments: %s", errName(r.ErrorCode))
+	}
+	return r.Topics
+}
+
+// waitReplicas waits until no reassignment runs and every broker in bs
+// describes partition 0 of topic with exactly these replicas (in order)
+// all in sync and led by one of them.
+func waitReplicas(t testing.TB, bs []*Broker, topic string, want ...int32) {
+	t.Helper()
+	pollUntil(t, reassignTimeout, fmt.Sprintf("%s/0 on replicas %v, all in sync", topic, want), func() error {
+		if r := reassignments(t, bs[0]); len(r) != 0 {
+			return fmt.Errorf("reassignments in progress: %+v", r)
+		}
+		for _, b := range bs {
+			md, err := askMetadata(t, b, topic)
+			if err != nil {
+				return err
+			}
+			p := md.Topics[0].Partitions[0]
+			isr := slices.Clone(p.ISR)
+			slices.Sort(isr)
+			sorted := slices.Clone(want)
+			slices.Sort(sorted)
+			if !slices.Equal(p.Replicas, want) || !slices.Equal(isr, sorted) || !slices.Contains(want, p.Leader) {
+				return fmt.Errorf("node %d: replicas %v isr %v leader %d", b.NodeID, p.Replicas, p.ISR, p.Leader)
+			}
+		}
+		return nil
+	})
+}
+
+// waitNoReplicaFiles waits until b holds no files of partition 0 of topic.
+func waitNoReplicaFiles(t testing.TB, b *Broker, topic string, id [16]byte) {
+	t.Helper()
+	dir := partitionDirOf(b, topic, id, 0)
+	pollUntil(t, 30*time.Second, fmt.Sprintf("node %d removing %s", b.NodeID, dir), func() error {
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s: %v", dir, err)
+		}
+		return nil
+	})
+}
+
+// TestPartitionReassignment: a partition moves from brokers {0,1,2} to
+// {1,2,3} of four while an idempotent producer (acks=all) writes to it.
+// The new replica joins, catches up and votes, the old one leaves and its
+// files go; every acknowledged record is then present once, in order, as
+// consumed and in the segment files of the three new replicas, which are
+// byte-identical.
+func TestPartitionReassignment(t *testing.T) {
+	bs := startReplCluster(t, 4)
+	waitClusterView(t, bs, 30*time.Second)
+	const topic = "reassigned"
+	createAssignedTopic(t, bs[0], topic, 0, 1, 2)
+	waitReplicas(t, bs, topic, 0, 1, 2)
+	id := topicIDOf(t, bs[0], topic)
+
+	p := newSeqProducer(t, bs, topic, 1)
+	p.run(5, 5*time.Millisecond, 200_000)
+	p.waitAcked(t, 500, 30*time.Second, "first records acknowledged")
+	if err := reassign(t, bs[3], topic, []int32{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	waitReplicas(t, bs, topic, 1, 2, 3)
+	t.Logf("reassigned {0,1,2} → {1,2,3} in %v while producing; %s", time.Since(started).Round(10*time.Millisecond), p.summary())
+	waitNoReplicaFiles(t, bs[0], topic, id)
+	p.waitAcked(t, p.ackedCount()+500, 30*time.Second, "produce after the reassignment")
+	if err := p.stopAndFlush(60 * time.Second); err != nil {
+		t.Fatalf("flushing the producer: %v (%s)", err, p.summary())
+	}
+	holders := bs[1:]
+	consumed := consumeAll(t, holders, topic, 1, 60*time.Second)
+	st := checkSeqLog(t, "consumed after the reassignment", 0, consumed[0], p.acked[0])
+	t.Logf("consumed: acknowledged %d, found %d, lost %d, duplicated %d", st.acked, st.found, st.lost, st.duplicated)
+	waitLogsConverge(t, holders, topic, id, 1, 1, 60*time.Second)
+	stopAll(t, holders)
+	compareReplicaSegments(t, holders, topic, id, 1)
+}
+
+// TestReassignmentReplicationFactorAndCancel: the replication factor
+// changes 1 → 3 → 1 through reassignments (the sole replica's group
+// restarting with a group's timers as others join), records surviving
+// each; a reassignment that cannot proceed (its new replica paused) is
+// listed with its adding and removing replicas and cancelled back.
+func TestReassignmentReplicationFactorAndCancel(t *testing.T) {
+	bs := startReplCluster(t, 3)
+	waitClusterView(t, bs, 30*time.Second)
+	const topic = "refactored"
+	createAssignedTopic(t, bs[0], topic, 0)
+	waitReplicas(t, bs, topic, 0)
+	id := topicIDOf(t, bs[0], topic)
+	p := newSeqProducer(t, bs, topic, 1)
+	p.produceSync(200)
+
+	if err := reassign(t, bs[1], topic, []int32{0, 1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	waitReplicas(t, bs, topic, 0, 1, 2)
+	p.produceSync(200)
+	if err := reassign(t, bs[1], topic, []int32{2}); err != nil {
+		t.Fatal(err)
+	}
+	waitReplicas(t, bs, topic, 2)
+	waitNoReplicaFiles(t, bs[0], topic, id)
+	waitNoReplicaFiles(t, bs[1], topic, id)
+	p.produceSync(200)
+	consumed := consumeAll(t, bs, topic, 1, 60*time.Second)
+	if st := checkSeqLog(t, "consumed after RF 1 → 3 → 1", 0, consumed[0], p.acked[0]); st.found != 600 {
+		t.Errorf("found %d of 600 records", st.found)
+	}
+
+	// A broker that neither leads the controller nor holds the partition
+	// is paused, still registered live: the reassignment to {2, it} is
+	// accepted and cannot complete.
+	controllerID := waitClusterView(t, bs, 30*time.Second)
+	paused := bs[0]
+	if controllerID == 0 {
+		paused = bs[1]
+	}
+	other := bs[1-paused.NodeID]
+	pausedID := int32(paused.NodeID)
+	paused.signal(syscall.SIGSTOP)
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			paused.signal(syscall.SIGCONT)
+		}
+	})
+	if err := reassign(t, other, topic, []int32{2, pausedID}); err != nil {
+		t.Fatal(err)
+	}
+	r := reassignments(t, other)
+	if len(r) != 1 || r[0].Topic != topic || len(r[0].Partitions) != 1 ||
+		!slices.Equal(r[0].Partitions[0].Replicas, []int32{2, pausedID}) || !slices.Equal(r[0].Partitions[0].AddingReplicas, []int32{pausedID}) ||
+		len(r[0].Partitions[0].RemovingReplicas) != 0 {
+		t.Fatalf("listed: %+v", r)
+	}
+	if err := reassign(t, other, topic, nil); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	if err := reassign(t, other, topic, nil); !errors.Is(err, kerr.NoReassignmentInProgress) {
+		t.Fatalf("second cancel: %v, want NO_REASSIGNMENT_IN_PROGRESS", err)
+	}
+	paused.signal(syscall.SIGCONT)
+	resumed = true
+	waitReplicas(t, bs, topic, 2)
+	p.produceSync(100)
+	consumed = consumeAll(t, bs, topic, 1, 60*time.Second)
+	if st := checkSeqLog(t, "consumed after the cancel", 0, consumed[0], p.acked[0]); st.found != 700 {
+		t.Errorf("found %d of 700 records", st.found)
+	}
+
+	// Refusals: an empty list, an unknown broker, an unknown partition.
+	if err := reassign(t, bs[0], topic, []int32{}); !errors.Is(err, kerr.InvalidReplicaAssignment) {
+		t.Errorf("empty replica list: %v", err)
+	}
+	if err := reassign(t, bs[0], topic, []int32{2, 9}); !errors.Is(err, kerr.InvalidReplicaAssignment) {
+		t.Errorf("unknown broker: %v", err)
+	}
+	if err := reassign(t, bs[0], "no-such-topic", []int32{2}); !errors.Is(err, kerr.UnknownTopicOrPartition) {
+		t.Errorf("unknown topic: %v", err)
+	}
+}
