@@ -147,6 +147,8 @@ func apply(opts *Options, cur *View, index uint64, e Entry) (*View, Result) {
 		r = t.createACLs(c)
 	case DeleteACLs:
 		r = t.deleteACLs(c)
+	case AlterClientQuotas:
+		r = t.alterClientQuotas(c)
 	default:
 		r = Result{Err: errorf(kerr.UnsupportedVersion, "unknown command %T", e.Cmd)}
 	}

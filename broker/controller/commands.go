@@ -56,6 +56,8 @@ const (
 	// CmdCreateACLs and CmdDeleteACLs are in acl.go.
 	CmdCreateACLs CommandType = 14
 	CmdDeleteACLs CommandType = 15
+	// CmdAlterClientQuotas is in quota.go.
+	CmdAlterClientQuotas CommandType = 16
 )
 
 var commandNames = map[CommandType]string{
@@ -74,6 +76,7 @@ var commandNames = map[CommandType]string{
 	CmdAlterScramCredentials: "AlterScramCredentials",
 	CmdCreateACLs:            "CreateACLs",
 	CmdDeleteACLs:            "DeleteACLs",
+	CmdAlterClientQuotas:     "AlterClientQuotas",
 }
 
 func (t CommandType) String() string {
@@ -89,7 +92,7 @@ var currentVersion = map[CommandType]uint8{
 	CmdInitCluster: 1, CmdRegisterBroker: 2, CmdHeartbeat: 1, CmdUnregisterBroker: 1,
 	CmdCreateTopic: 1, CmdDeleteTopic: 1, CmdCreatePartitions: 1, CmdAlterTopicConfig: 1,
 	CmdSetClusterProperties: 1, CmdSetLicense: 1, CmdReportLeader: 1, CmdAllocateProducerIDs: 1,
-	CmdAlterScramCredentials: 1, CmdCreateACLs: 1, CmdDeleteACLs: 1,
+	CmdAlterScramCredentials: 1, CmdCreateACLs: 1, CmdDeleteACLs: 1, CmdAlterClientQuotas: 1,
 }
 
 // Command is one of the command structs of this file.
@@ -365,6 +368,8 @@ func decodeCommand(t CommandType, ver uint8, body []byte) (Command, error) {
 		return decodeBody[CreateACLs](body)
 	case CmdDeleteACLs:
 		return decodeBody[DeleteACLs](body)
+	case CmdAlterClientQuotas:
+		return decodeBody[AlterClientQuotas](body)
 	}
 	return nil, fmt.Errorf("%w: unknown command type %d", ErrUnsupportedVersion, t)
 }

@@ -33,6 +33,8 @@ func allCommands() []Command {
 		DeleteACLs{Filters: []ACLFilter{anyACL(), {ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: strp("orders"),
 			PatternType: kmsg.ACLResourcePatternTypeMatch, Principal: strp("User:alice"), Host: strp("*"),
 			Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow}}},
+		AlterClientQuotas{Alterations: []ClientQuotaAlteration{{Entity: ClientQuotaEntity{{Type: QuotaEntityUser, Name: strp("alice")}, {Type: QuotaEntityClientID}},
+			Set: map[string]float64{QuotaProducerByteRate: 1024}, Remove: []string{QuotaRequestPercentage}}}},
 	}
 }
 
