@@ -88,6 +88,16 @@ type security interface {
 	VerifyPassword(user, password string) bool
 }
 
+// clientQuotas are the client quotas: DescribeClientQuotas and
+// AlterClientQuotas change and read them, the quota manager enforces
+// them (rebuilding what it derives from them when the index moves).
+type clientQuotas interface {
+	DescribeClientQuotas(f controller.ClientQuotaFilter) ([]controller.ClientQuota, error)
+	AlterClientQuotas(alts []controller.ClientQuotaAlteration, validateOnly bool) []error
+	ClientQuotas() []controller.ClientQuota
+	ClientQuotasIndex() uint64
+}
+
 // domain is the broker as the handlers reach it, a family at a time.
 type domain struct {
 	cluster    clusterView
@@ -97,8 +107,9 @@ type domain struct {
 	groups     groupCoordination
 	props      clusterProperties
 	security   security
+	quotas     clientQuotas
 }
 
 func domainOf(b *broker.Broker) domain {
-	return domain{cluster: b, topics: b, topicAdmin: b, records: b, groups: b, props: b, security: b}
+	return domain{cluster: b, topics: b, topicAdmin: b, records: b, groups: b, props: b, security: b, quotas: b}
 }
