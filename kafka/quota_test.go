@@ -1,0 +1,154 @@
+package kafka
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/broker"
+	"github.com/weir-broker/weir/broker/controller"
+	"github.com/weir-broker/weir/log/logtest"
+)
+
+type fakeQuotaSource struct {
+	index  uint64
+	quotas []controller.ClientQuota
+}
+
+func (f *fakeQuotaSource) ClientQuotas() []controller.ClientQuota { return f.quotas }
+func (f *fakeQuotaSource) ClientQuotasIndex() uint64              { return f.index }
+
+func quotaEntity(user, client *string, hasUser, hasClient bool) controller.ClientQuotaEntity {
+	var e controller.ClientQuotaEntity
+	if hasUser {
+		e = append(e, controller.QuotaEntityPart{Type: controller.QuotaEntityUser, Name: user})
+	}
+	if hasClient {
+		e = append(e, controller.QuotaEntityPart{Type: controller.QuotaEntityClientID, Name: client})
+	}
+	return e
+}
+
+// Kafka's precedence: the eight levels, most specific first, per key.
+func TestQuotaPrecedence(t *testing.T) {
+	alice, c1 := sp("alice"), sp("c1")
+	levels := []controller.ClientQuotaEntity{
+		quotaEntity(alice, c1, true, true),
+		quotaEntity(alice, nil, true, true),
+		quotaEntity(alice, nil, true, false),
+		quotaEntity(nil, c1, true, true),
+		quotaEntity(nil, nil, true, true),
+		quotaEntity(nil, nil, true, false),
+		quotaEntity(nil, c1, false, true),
+		quotaEntity(nil, nil, false, true),
+	}
+	wantTags := []sensorKey{{user: "alice", client: "c1"}, {user: "alice", client: "c1"}, {user: "alice"},
+		{user: "alice", client: "c1"}, {user: "alice", client: "c1"}, {user: "alice"}, {client: "c1"}, {client: "c1"}}
+	// With levels i.. configured, level i applies.
+	for i := range levels {
+		src := &fakeQuotaSource{index: 1}
+		for j := i; j < len(levels); j++ {
+			src.quotas = append(src.quotas, controller.ClientQuota{Entity: levels[j], Values: map[string]float64{"producer_byte_rate": float64(100 + j)}})
+		}
+		// An unrelated key set on a more specific level does not stop the search.
+		if i > 0 {
+			src.quotas = append(src.quotas, controller.ClientQuota{Entity: levels[0], Values: map[string]float64{"consumer_byte_rate": 1}})
+		}
+		m := newQuotaManager(src, time.Now, quotaMetrics{})
+		v, key, ok := m.current().resolve("producer_byte_rate", "alice", "c1")
+		if !ok || v != float64(100+i) || key != wantTags[i] {
+			t.Errorf("levels %d..: %v %+v %v, want %d %+v", i, v, key, ok, 100+i, wantTags[i])
+		}
+		// Another user and client fall through to the defaults.
+		v, _, ok = m.current().resolve("producer_byte_rate", "bob", "c2")
+		want := map[int]float64{0: 104, 1: 104, 2: 104, 3: 104, 4: 104, 5: 105, 6: 107, 7: 107}[i]
+		if !ok || v != want {
+			t.Errorf("levels %d.., bob/c2: %v %v, want %v", i, v, ok, want)
+		}
+	}
+}
+
+// The rate is over the samples' span, at least 10 windows; the throttle
+// (rate-quota)/quota × span.
+func TestRateSensor(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	s := newRateSensor(t0)
+	rate, span := s.record(1000, t0)
+	if span != 10*time.Second || rate != 100 {
+		t.Fatalf("rate %v span %v", rate, span)
+	}
+	// 25 s later, every sample but the new one has expired.
+	rate, span = s.record(500, t0.Add(25*time.Second))
+	if span != 10*time.Second || rate != 50 {
+		t.Fatalf("after expiry: rate %v span %v", rate, span)
+	}
+	// One sample a second for 15 s: the span grows to 11 windows at most.
+	s = newRateSensor(t0)
+	for i := 0; i < 15; i++ {
+		rate, span = s.record(100, t0.Add(time.Duration(i)*time.Second))
+	}
+	if span != 10*time.Second || math.Abs(rate-110) > 1e-9 {
+		t.Fatalf("steady: rate %v span %v", rate, span)
+	}
+
+	m := newQuotaManager(&fakeQuotaSource{}, time.Now, func() quotaMetrics { m, _ := newQuotaMetrics(); return m }())
+	q := &connQuotas{}
+	q.limit[quotaProduce], q.sensor[quotaProduce] = 100, newRateSensor(t0)
+	if d := m.record(q, quotaProduce, 1000, t0); d != 0 {
+		t.Fatalf("at the quota: throttle %v", d)
+	}
+	// 1500 over 10 s is 150/s against 100: (150-100)/100 × 10 s.
+	if d := m.record(q, quotaProduce, 500, t0); d != 5*time.Second {
+		t.Fatalf("throttle %v, want 5s", d)
+	}
+	q.limit[quotaRequest], q.sensor[quotaRequest] = 1, newRateSensor(t0)
+	if d := m.record(q, quotaRequest, 1000, t0); d != time.Second {
+		t.Fatalf("request throttle %v, want bounded by one window", d)
+	}
+}
+
+// Through a broker: a produce over the client's producer_byte_rate is
+// answered with a throttle at once, and the connection's next request
+// waits it out.
+func TestProduceThrottled(t *testing.T) {
+	_, b, addr := startServer(t)
+	if _, err := b.CreateTopic(broker.CreateTopicRequest{Name: "quota", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	errs := b.AlterClientQuotas([]controller.ClientQuotaAlteration{{
+		Entity: controller.ClientQuotaEntity{{Type: controller.QuotaEntityClientID, Name: sp("test")}},
+		Set:    map[string]float64{controller.QuotaProducerByteRate: 1000},
+	}}, false)
+	if errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	c := dial(t, addr)
+	produce := func() (*kmsg.ProduceResponse, time.Duration) {
+		start := time.Now()
+		resp := c.roundTrip(produceRequest(9, -1, "quota", logtest.Batch{Records: 3, ValueSize: 1000}.Encode())).(*kmsg.ProduceResponse)
+		return resp, time.Since(start)
+	}
+	// 3000+ bytes over 10 s is 300/s against 1000/s: no throttle yet;
+	// the fourth passes 1000/s and is throttled, answered at once.
+	var resp *kmsg.ProduceResponse
+	var took time.Duration
+	for i := range 4 {
+		resp, took = produce()
+		if i < 3 && resp.ThrottleMillis != 0 {
+			t.Fatalf("produce %d throttled %d ms", i, resp.ThrottleMillis)
+		}
+	}
+	// About 12 KB over 10 s: 1.2 KB/s, (1.2-1)/1 × 10 s ≈ 2 s.
+	if resp.ThrottleMillis < 1500 || resp.ThrottleMillis > 2500 || took > time.Second {
+		t.Fatalf("throttle %d ms after %v: want about 2 s, answered at once", resp.ThrottleMillis, took)
+	}
+	start := time.Now()
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(12)
+	c.roundTrip(md)
+	if waited := time.Since(start); waited < time.Duration(resp.ThrottleMillis)*time.Millisecond*9/10 {
+		t.Fatalf("the next request was answered after %v, within the %d ms throttle", waited, resp.ThrottleMillis)
+	}
+}
