@@ -658,6 +658,8 @@ func TestEveryAPIAuthorized(t *testing.T) {
 		"DescribeAcls":                 "TestDescribeAclsNeedsClusterDescribe",
 		"CreateAcls":                   "TestCreateAclsNeedsClusterAlter",
 		"DeleteAcls":                   "TestDeleteAclsNeedsClusterAlter",
+		"DescribeClientQuotas":         "TestAuthorizeClientQuotas",
+		"AlterClientQuotas":            "TestAuthorizeClientQuotas",
 	}
 	for _, a := range new(Server).newAPITable() {
 		if a.name == "" || unchecked[a.name] {

@@ -185,3 +185,28 @@ func TestClientQuotasRoundTrip(t *testing.T) {
 		t.Fatalf("%+v", dr)
 	}
 }
+
+// TestAuthorizeClientQuotas: describing needs DESCRIBE_CONFIGS on the
+// cluster, altering ALTER_CONFIGS, as in Kafka.
+func TestAuthorizeClientQuotas(t *testing.T) {
+	f := newAuthorizationFixture(t)
+	describe := func() int16 {
+		return f.c.roundTrip(kmsg.NewPtrDescribeClientQuotasRequest()).(*kmsg.DescribeClientQuotasResponse).ErrorCode
+	}
+	alter := func() int16 {
+		req := kmsg.NewPtrAlterClientQuotasRequest()
+		req.Entries = []kmsg.AlterClientQuotasRequestEntry{alterEntry([][2]*string{{sp("client-id"), sp("c1")}}, quotaOp("producer_byte_rate", 1024, false))}
+		return f.c.roundTrip(req).(*kmsg.AlterClientQuotasResponse).Entries[0].ErrorCode
+	}
+	codeIs(t, "describe without ACLs", describe(), kerr.ClusterAuthorizationFailed)
+	codeIs(t, "alter without ACLs", alter(), kerr.ClusterAuthorizationFailed)
+	grant := func(op kmsg.ACLOperation) {
+		seedACLs(t, f.b, aclBinding(kmsg.ACLResourceTypeCluster, kmsg.ACLResourcePatternTypeLiteral, controller.ClusterResourceName,
+			anonymousPrincipal, op, kmsg.ACLPermissionTypeAllow))
+	}
+	grant(kmsg.ACLOperationDescribeConfigs)
+	codeIs(t, "describe with DESCRIBE_CONFIGS", describe(), nil)
+	codeIs(t, "alter with DESCRIBE_CONFIGS", alter(), kerr.ClusterAuthorizationFailed)
+	grant(kmsg.ACLOperationAlterConfigs)
+	codeIs(t, "alter with ALTER_CONFIGS", alter(), nil)
+}
