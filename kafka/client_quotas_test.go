@@ -131,6 +131,12 @@ func TestDescribeClientQuotasAgainstFake(t *testing.T) {
 		t.Fatalf("filter %+v", q.described)
 	}
 
+	// No match is an empty list, never null (null is an error to Java).
+	q.list = nil
+	if resp := mustResp[*kmsg.DescribeClientQuotasResponse](t)(s.handleDescribeClientQuotas(fakeConn(t, s, "User:admin"), req)); resp.Entries == nil {
+		t.Fatal("no entries answered as null")
+	}
+
 	req.Components[0].EntityType = "bad"
 	resp = mustResp[*kmsg.DescribeClientQuotasResponse](t)(s.handleDescribeClientQuotas(fakeConn(t, s, "User:admin"), req))
 	if resp.ErrorCode != kerr.UnsupportedVersion.Code || resp.ErrorMessage == nil || *resp.ErrorMessage != "Unsupported entity type bad" {

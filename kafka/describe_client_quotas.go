@@ -44,6 +44,9 @@ func (s *Server) handleDescribeClientQuotas(c *clientConn, kreq kmsg.Request) (k
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
 		return resp, nil
 	}
+	// Entries is nullable on the wire, null meaning an error: the Java
+	// client reads a null list on success as a failure.
+	resp.Entries = make([]kmsg.DescribeClientQuotasResponseEntry, 0, len(quotas))
 	for _, q := range quotas {
 		e := kmsg.NewDescribeClientQuotasResponseEntry()
 		for _, p := range q.Entity {

@@ -66,6 +66,10 @@ func (c *clientConn) produceQuota(resp *kmsg.ProduceResponse, size int, elapsed 
 	}
 	d := max(bytes, req)
 	resp.ThrottleMillis = int32(d.Milliseconds())
+	// Muted from now as well as for d after the answer: pipelined
+	// requests are read before the ones ahead of them are answered, and
+	// Kafka, which reads one request at a time, would not have read them.
+	c.muteFor(d)
 	return d
 }
 
