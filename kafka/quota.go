@@ -66,6 +66,7 @@ const (
 	quotaProduce quotaKind = iota
 	quotaFetch
 	quotaRequest
+	quotaMutation
 	numQuotaKinds
 )
 
@@ -76,8 +77,10 @@ func (k quotaKind) key() string {
 		return controller.QuotaProducerByteRate
 	case quotaFetch:
 		return controller.QuotaConsumerByteRate
-	default:
+	case quotaRequest:
 		return controller.QuotaRequestPercentage
+	default:
+		return controller.QuotaControllerMutationRate
 	}
 }
 
@@ -88,8 +91,10 @@ func (k quotaKind) label() string {
 		return "produce"
 	case quotaFetch:
 		return "fetch"
-	default:
+	case quotaRequest:
 		return "request"
+	default:
+		return "controller_mutation"
 	}
 }
 
@@ -111,6 +116,7 @@ type quotaManager struct {
 
 	mu        sync.Mutex
 	sensors   map[sensorKey]*rateSensor
+	buckets   map[sensorKey]*tokenBucket
 	lastSweep time.Time
 }
 
@@ -127,7 +133,7 @@ type sensorKey struct {
 }
 
 func newQuotaManager(source quotaSource, now func() time.Time, m quotaMetrics) *quotaManager {
-	return &quotaManager{source: source, now: now, metrics: m, sensors: map[sensorKey]*rateSensor{}}
+	return &quotaManager{source: source, now: now, metrics: m, sensors: map[sensorKey]*rateSensor{}, buckets: map[sensorKey]*tokenBucket{}}
 }
 
 // current returns the table for the controller's current quotas.
@@ -162,8 +168,9 @@ type connQuotas struct {
 	index         uint64
 	clientID      string
 	authenticated bool
-	limit         [numQuotaKinds]float64 // 0: no quota
-	sensor        [numQuotaKinds]*rateSensor
+	limit         [numQuotaKinds]float64     // 0: no quota
+	sensor        [numQuotaKinds]*rateSensor // the rates; for quotaMutation, bucket
+	bucket        *tokenBucket
 	// mutedUntil: the connection handles no request before it.
 	mutedUntil time.Time
 	mute       *time.Timer
@@ -185,15 +192,22 @@ func (m *quotaManager) quotasFor(c *clientConn) *connQuotas {
 	}
 	q.resolved, q.index, q.clientID, q.authenticated = true, t.index, c.clientID, c.sasl.authenticated
 	user := c.quotaUser()
+	q.bucket = nil
 	for k := quotaKind(0); k < numQuotaKinds; k++ {
 		q.limit[k], q.sensor[k] = 0, nil
 		if !t.any[k] {
 			continue
 		}
 		limit, key, ok := t.resolve(k.key(), user, c.clientID)
-		if ok {
-			key.kind = k
-			q.limit[k], q.sensor[k] = limit, m.sensor(key)
+		if !ok {
+			continue
+		}
+		key.kind = k
+		q.limit[k] = limit
+		if k == quotaMutation {
+			q.bucket = m.bucket(key)
+		} else {
+			q.sensor[k] = m.sensor(key)
 		}
 	}
 	return q
@@ -278,6 +292,11 @@ func (m *quotaManager) sensor(key sensorKey) *rateSensor {
 				delete(m.sensors, k)
 			}
 		}
+		for k, b := range m.buckets {
+			if b.idleSince(now) > sensorIdle {
+				delete(m.buckets, k)
+			}
+		}
 	}
 	s := m.sensors[key]
 	if s == nil {
@@ -285,6 +304,18 @@ func (m *quotaManager) sensor(key sensorKey) *rateSensor {
 		m.sensors[key] = s
 	}
 	return s
+}
+
+// bucket returns the shared token bucket for key.
+func (m *quotaManager) bucket(key sensorKey) *tokenBucket {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.buckets[key]
+	if b == nil {
+		b = &tokenBucket{}
+		m.buckets[key] = b
+	}
+	return b
 }
 
 // record counts v against the connection's quota of kind k and returns
@@ -401,4 +432,53 @@ func newQuotaMetrics() (quotaMetrics, []prometheus.Collector) {
 		m.seconds[k] = seconds.WithLabelValues(k.label())
 	}
 	return m, []prometheus.Collector{responses, seconds}
+}
+
+// tokenBucket is controller_mutation_rate's measure (KIP-599): a bucket
+// of up to quotaSamples × quotaWindow × rate partition mutations, full at
+// first, refilled at rate per second. Mutations take tokens, and may
+// take it below zero; it is exceeded while below zero, for -tokens/rate.
+type tokenBucket struct {
+	mu     sync.Mutex
+	tokens float64
+	last   time.Time // zero: never used, full
+}
+
+func (b *tokenBucket) idleSince(now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return now.Sub(b.last)
+}
+
+// refill brings the bucket to now; b.mu is held.
+func (b *tokenBucket) refill(rate float64, now time.Time) {
+	burst := rate * quotaSamples * quotaWindow.Seconds()
+	if b.last.IsZero() {
+		b.tokens = burst
+	} else if elapsed := now.Sub(b.last); elapsed > 0 {
+		b.tokens = min(burst, b.tokens+rate*elapsed.Seconds())
+	}
+	b.last = now
+}
+
+// take records n mutations. strict refuses them while the bucket is
+// exceeded (ok false, nothing taken). throttle is how long until the
+// bucket is no longer exceeded.
+func (b *tokenBucket) take(n, rate float64, strict bool, now time.Time) (ok bool, throttle time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refill(rate, now)
+	if strict && b.tokens < 0 {
+		return false, tokenThrottle(b.tokens, rate)
+	}
+	b.tokens -= n
+	return true, tokenThrottle(b.tokens, rate)
+}
+
+func tokenThrottle(tokens, rate float64) time.Duration {
+	if tokens >= 0 {
+		return 0
+	}
+	d := time.Duration(-tokens / rate * float64(time.Second))
+	return min(d, time.Duration(math.MaxInt32)*time.Millisecond).Round(time.Millisecond)
 }

@@ -1,8 +1,10 @@
 package kafka
 
 import (
+	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -151,4 +153,53 @@ func (c *clientConn) waitUnmuted() error {
 	case <-c.ctx.Done():
 		return errConnClosing
 	}
+}
+
+// mutationQuota is controller_mutation_rate for one request of
+// CreateTopics, CreatePartitions or DeleteTopics: strict (the versions
+// that know THROTTLING_QUOTA_EXCEEDED) refuses topics while the quota is
+// exceeded, the older versions are only throttled. throttle is the
+// largest throttle the request earned.
+type mutationQuota struct {
+	c        *clientConn
+	strict   bool
+	throttle time.Duration
+}
+
+func (c *clientConn) mutationQuota(strict bool) mutationQuota {
+	return mutationQuota{c: c, strict: strict}
+}
+
+// check refuses a topic's mutations while a strict quota is exceeded.
+func (mq *mutationQuota) check() error {
+	q := mq.c.reqQuotas
+	if q == nil || q.bucket == nil || !mq.strict {
+		return nil
+	}
+	ok, d := q.bucket.take(0, q.limit[quotaMutation], true, time.Now())
+	if ok {
+		return nil
+	}
+	mq.throttle = max(mq.throttle, d)
+	return fmt.Errorf("%w: the controller mutation quota is exceeded; retry in %v", kerr.ThrottlingQuotaExceeded, d)
+}
+
+// record counts n partition mutations done.
+func (mq *mutationQuota) record(n int) {
+	q := mq.c.reqQuotas
+	if q == nil || q.bucket == nil || n <= 0 {
+		return
+	}
+	_, d := q.bucket.take(float64(n), q.limit[quotaMutation], false, time.Now())
+	mq.throttle = max(mq.throttle, d)
+}
+
+// throttleMillis is the throttle for the response, counted in the
+// metrics.
+func (mq *mutationQuota) throttleMillis() int32 {
+	if mq.throttle <= 0 {
+		return 0
+	}
+	mq.c.s.quota.throttled(quotaMutation, mq.throttle)
+	return int32(mq.throttle.Milliseconds())
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/broker"
@@ -150,5 +151,47 @@ func TestProduceThrottled(t *testing.T) {
 	c.roundTrip(md)
 	if waited := time.Since(start); waited < time.Duration(resp.ThrottleMillis)*time.Millisecond*9/10 {
 		t.Fatalf("the next request was answered after %v, within the %d ms throttle", waited, resp.ThrottleMillis)
+	}
+}
+
+// controller_mutation_rate: a bucket of 11 s × rate, refused (v6+) or
+// only throttled (older) once below zero.
+func TestMutationQuota(t *testing.T) {
+	_, b, addr := startServer(t)
+	errs := b.AlterClientQuotas([]controller.ClientQuotaAlteration{{
+		Entity: controller.ClientQuotaEntity{{Type: controller.QuotaEntityClientID, Name: sp("test")}},
+		Set:    map[string]float64{controller.QuotaControllerMutationRate: 1},
+	}}, false)
+	if errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	create := func(version int16, name string, partitions int32) *kmsg.CreateTopicsResponse {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.SetVersion(version)
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, 1
+		req.Topics = append(req.Topics, rt)
+		// A connection each: a throttled one is muted.
+		return dial(t, addr).roundTrip(req).(*kmsg.CreateTopicsResponse)
+	}
+	// 12 partitions from a bucket of 11: created, 1 s of throttle.
+	resp := create(7, "m1", 12)
+	if resp.Topics[0].ErrorCode != 0 || resp.ThrottleMillis < 900 || resp.ThrottleMillis > 1000 {
+		t.Fatalf("first: error %d throttle %d", resp.Topics[0].ErrorCode, resp.ThrottleMillis)
+	}
+	resp = create(7, "m2", 1)
+	if resp.Topics[0].ErrorCode != kerr.ThrottlingQuotaExceeded.Code || resp.ThrottleMillis <= 0 || b.Topic("m2") != nil {
+		t.Fatalf("v7 while exceeded: error %d throttle %d", resp.Topics[0].ErrorCode, resp.ThrottleMillis)
+	}
+	resp = create(5, "m3", 1)
+	if resp.Topics[0].ErrorCode != 0 || resp.ThrottleMillis <= 0 {
+		t.Fatalf("v5 while exceeded: error %d throttle %d", resp.Topics[0].ErrorCode, resp.ThrottleMillis)
+	}
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.SetVersion(5)
+	del.TopicNames = []string{"m1"}
+	dr := dial(t, addr).roundTrip(del).(*kmsg.DeleteTopicsResponse)
+	if dr.Topics[0].ErrorCode != kerr.ThrottlingQuotaExceeded.Code || b.Topic("m1") == nil {
+		t.Fatalf("delete v5 while exceeded: error %d", dr.Topics[0].ErrorCode)
 	}
 }
