@@ -28,6 +28,12 @@ package kafka
 //     time as a percentage of one second (see conn.go for what is
 //     timed), its throttle bounded by one window, for every API with a
 //     throttle_time_ms except ApiVersions and SASL.
+//   - controller_mutation_rate (KIP-599) is a token bucket instead: up to
+//     quotaSamples × quotaWindow × rate partition mutations, refilled at
+//     rate per second; CreateTopics, CreatePartitions and DeleteTopics
+//     take their partitions from it, and while it is below zero the
+//     versions that know THROTTLING_QUOTA_EXCEEDED are refused, older
+//     ones throttled, for -tokens/rate.
 //
 // Quotas change through the controller; every connection re-resolves its
 // quotas at its next request once the controller index that last changed

@@ -195,3 +195,89 @@ func TestMutationQuota(t *testing.T) {
 		t.Fatalf("delete v5 while exceeded: error %d", dr.Topics[0].ErrorCode)
 	}
 }
+
+func setQuota(t *testing.T, b *broker.Broker, key string, value float64) {
+	t.Helper()
+	errs := b.AlterClientQuotas([]controller.ClientQuotaAlteration{{
+		Entity: controller.ClientQuotaEntity{{Type: controller.QuotaEntityClientID, Name: sp("test")}},
+		Set:    map[string]float64{key: value},
+	}}, false)
+	if errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+}
+
+// consumer_byte_rate: a fetch over the quota is answered at once with no
+// partitions and a throttle; the records come with a later fetch.
+func TestFetchThrottled(t *testing.T) {
+	_, b, addr := startServer(t)
+	tp, err := b.CreateTopic(broker.CreateTopicRequest{Name: "fq", Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, addr)
+	for range 4 {
+		resp := c.roundTrip(produceRequest(9, -1, "fq", logtest.Batch{Records: 3, ValueSize: 1000}.Encode())).(*kmsg.ProduceResponse)
+		if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatal(code)
+		}
+	}
+	setQuota(t, b, controller.QuotaConsumerByteRate, 500)
+	fetch := func(offset int64) (*kmsg.FetchResponse, time.Duration) {
+		start := time.Now()
+		resp := c.roundTrip(fetchRequest(12, "fq", tp.ID, offset, 1<<20)).(*kmsg.FetchResponse)
+		return resp, time.Since(start)
+	}
+	// max_bytes is capped at 500 × 10 s: the first fetch returns one
+	// batch (about 3 KB, 300 B/s over 10 s), the second passes the quota.
+	resp, _ := fetch(0)
+	if resp.ThrottleMillis != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions[0].RecordBatches) == 0 {
+		t.Fatalf("first fetch: throttle %d, %d topics", resp.ThrottleMillis, len(resp.Topics))
+	}
+	if n := len(resp.Topics[0].Partitions[0].RecordBatches); n > 5000+3500 {
+		t.Fatalf("first fetch returned %d bytes, more than the quota allows in 10 s", n)
+	}
+	var next int64 = 3
+	if len(resp.Topics[0].Partitions[0].RecordBatches) > 4000 {
+		next = 6
+	}
+	resp, took := fetch(next)
+	if resp.ThrottleMillis <= 0 || len(resp.Topics) != 0 || took > time.Second {
+		t.Fatalf("second fetch: throttle %d, %d topics, after %v", resp.ThrottleMillis, len(resp.Topics), took)
+	}
+	// The connection waits the throttle out before its next fetch. (The
+	// bytes were taken back, but within the first 10 s the rate's span
+	// does not grow, so the same fetch may be throttled again, as in
+	// Kafka.)
+	throttle := time.Duration(resp.ThrottleMillis) * time.Millisecond
+	resp, took = fetch(next)
+	if took < throttle*9/10 {
+		t.Fatalf("the next fetch was answered after %v, within the %v throttle", took, throttle)
+	}
+	if resp.ErrorCode != 0 || resp.ThrottleMillis == 0 && len(resp.Topics) != 1 {
+		t.Fatalf("after the throttle: error %d throttle %d, %d topics", resp.ErrorCode, resp.ThrottleMillis, len(resp.Topics))
+	}
+}
+
+// request_percentage applies to a connection open before it was set,
+// throttles at most one window, and spares ApiVersions.
+func TestRequestPercentageThrottled(t *testing.T) {
+	_, b, addr := startServer(t)
+	c := dial(t, addr)
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(12)
+	if resp := c.roundTrip(md).(*kmsg.MetadataResponse); resp.ThrottleMillis != 0 {
+		t.Fatalf("throttled before any quota: %d", resp.ThrottleMillis)
+	}
+	setQuota(t, b, controller.QuotaRequestPercentage, 1e-6)
+	resp := c.roundTrip(md).(*kmsg.MetadataResponse)
+	if resp.ThrottleMillis <= 0 || resp.ThrottleMillis > 1000 {
+		t.Fatalf("metadata throttle %d ms, want (0, 1000]", resp.ThrottleMillis)
+	}
+	time.Sleep(time.Duration(resp.ThrottleMillis) * time.Millisecond)
+	api := kmsg.NewPtrApiVersionsRequest()
+	api.SetVersion(3)
+	if resp := c.roundTrip(api).(*kmsg.ApiVersionsResponse); resp.ThrottleMillis != 0 {
+		t.Fatalf("ApiVersions throttled %d ms", resp.ThrottleMillis)
+	}
+}
