@@ -272,3 +272,44 @@ func TestQuotaKafkaConfigsTool(t *testing.T) {
 		t.Fatalf("described %v, want %v", got, want)
 	}
 }
+
+// TestQuotaClusterEveryBroker: a quota altered through one broker is
+// described and enforced by every broker.
+func TestQuotaClusterEveryBroker(t *testing.T) {
+	bs := StartCluster(t, 3)
+	alter := kmsg.NewPtrAlterClientQuotasRequest()
+	e := kmsg.NewAlterClientQuotasRequestEntry()
+	ent := kmsg.NewAlterClientQuotasRequestEntryEntity()
+	ent.Type, ent.Name = "client-id", quotaName("kgo") // the direct clients' id
+	op := kmsg.NewAlterClientQuotasRequestEntryOp()
+	op.Key, op.Value = "request_percentage", 1e-6
+	e.Entity, e.Ops = append(e.Entity, ent), append(e.Ops, op)
+	alter.Entries = append(alter.Entries, e)
+	resp, err := ask(t, bs[0], alter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := resp.(*kmsg.AlterClientQuotasResponse); r.Entries[0].ErrorCode != 0 {
+		t.Fatalf("alter through node %d: %s", bs[0].NodeID, errName(r.Entries[0].ErrorCode))
+	}
+	for _, b := range bs {
+		pollUntil(t, 10*time.Second, "the quota on every broker", func() error {
+			dr, err := ask(t, b, kmsg.NewPtrDescribeClientQuotasRequest())
+			if err != nil {
+				return err
+			}
+			if n := len(dr.(*kmsg.DescribeClientQuotasResponse).Entries); n != 1 {
+				return errors.New("node " + b.KafkaAddr + " describes no quota")
+			}
+			md := kmsg.NewPtrMetadataRequest()
+			mr, err := ask(t, b, md)
+			if err != nil {
+				return err
+			}
+			if mr.(*kmsg.MetadataResponse).ThrottleMillis <= 0 {
+				return errors.New("node " + b.KafkaAddr + " does not throttle")
+			}
+			return nil
+		})
+	}
+}
