@@ -77,6 +77,8 @@ func (s *Server) newAPITable() apiTable {
 		{key: 55, name: "DescribeQuorum", min: 0, max: 2, handle: s.handleDescribeQuorum},
 		{key: 44, name: "IncrementalAlterConfigs", min: 0, max: 1, handle: s.handleIncrementalAlterConfigs},
 		{key: 47, name: "OffsetDelete", min: 0, max: 0, handle: s.handleOffsetDelete},
+		{key: 48, name: "DescribeClientQuotas", min: 0, max: 1, handle: s.handleDescribeClientQuotas},
+		{key: 49, name: "AlterClientQuotas", min: 0, max: 1, handle: s.handleAlterClientQuotas},
 		{key: 50, name: "DescribeUserScramCredentials", min: 0, max: 0, handle: s.handleDescribeUserScramCredentials},
 		{key: 51, name: "AlterUserScramCredentials", min: 0, max: 0, handle: s.handleAlterUserScramCredentials},
 		{key: 60, name: "DescribeCluster", min: 0, max: 2, handle: s.handleDescribeCluster},

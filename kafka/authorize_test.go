@@ -664,6 +664,8 @@ func TestEveryAPIAuthorized(t *testing.T) {
 		"DescribeProducers":            "TestDescribeProducersAuthorization",
 		"AlterPartitionReassignments":  "TestReassignmentsAuthorization",
 		"ListPartitionReassignments":   "TestReassignmentsAuthorization",
+		"DescribeClientQuotas":         "TestAuthorizeClientQuotas",
+		"AlterClientQuotas":            "TestAuthorizeClientQuotas",
 	}
 	for _, a := range new(Server).newAPITable() {
 		if a.name == "" || unchecked[a.name] {

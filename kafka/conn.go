@@ -69,6 +69,15 @@ type clientConn struct {
 	// pending are the produce requests started and not answered yet,
 	// oldest first (pipeline.go).
 	pending []pendingResponse
+	// quotas are the connection's resolved client quotas and its mute
+	// (quota.go); reqQuotas is them for the request being handled, nil
+	// while no quota is configured.
+	quotas    connQuotas
+	reqQuotas *connQuotas
+	// fetchWait is how long the last fetch spent in the broker's Fetch
+	// (reading and long polling), which request_percentage does not
+	// count.
+	fetchWait time.Duration
 }
 
 // newClientConn is a connection of the listener Options describes.
@@ -133,6 +142,13 @@ func (c *clientConn) serve() {
 		if c.pipelineFull() {
 			frames = nil
 		}
+		// A connection throttled for its quotas handles no request
+		// until its throttle time has passed (KIP-219).
+		unmuted, muted := c.muted()
+		var closed <-chan struct{}
+		if muted {
+			frames, closed = nil, c.ctx.Done()
+		}
 		var oldest <-chan struct{}
 		if len(c.pending) > 0 {
 			oldest = c.pending[0].done
@@ -140,6 +156,11 @@ func (c *clientConn) serve() {
 		var frame []byte
 		var ok bool
 		select {
+		case <-unmuted:
+			continue
+		case <-closed:
+			c.closing(c.answerPending())
+			return
 		case <-oldest:
 			if err := c.answerOldest(); err != nil {
 				c.closing(err)
@@ -277,8 +298,12 @@ func (c *clientConn) handle(frame []byte) (err error) {
 		return fmt.Errorf("unsupported api key %d", h.key)
 	}
 	if h.key != produceKey {
-		// Handled once the produce requests before it are answered.
+		// Handled once the produce requests before it are answered, and
+		// once the throttle they earned has passed.
 		if err := c.answerPending(); err != nil {
+			return err
+		}
+		if err := c.waitUnmuted(); err != nil {
 			return err
 		}
 	}
@@ -307,12 +332,22 @@ func (c *clientConn) handle(frame []byte) (err error) {
 	} else if string(clientID) != c.clientID { // no allocation when equal
 		c.clientID = string(clientID)
 	}
+	c.reqQuotas = c.s.quota.quotasFor(c)
 	if h.key == produceKey {
-		return c.pipelineProduce(h, api, req.(*kmsg.ProduceRequest), start)
+		return c.pipelineProduce(h, api, req.(*kmsg.ProduceRequest), start, len(frame))
 	}
+	var handlerStart time.Time
+	if c.reqQuotas != nil {
+		handlerStart = time.Now()
+	}
+	c.fetchWait = 0
 	resp, err := c.call(api, req)
 	if err != nil {
 		return err
+	}
+	var throttle time.Duration
+	if c.reqQuotas != nil && resp != nil {
+		throttle = c.requestQuota(h.key, resp, time.Since(handlerStart)-c.fetchWait)
 	}
 	if resp == nil { // acks=0 produce: no response, by design
 		api.requests.Inc()
@@ -321,6 +356,7 @@ func (c *clientConn) handle(frame []byte) (err error) {
 	if err := c.write(h, resp, start, api); err != nil {
 		return err
 	}
+	c.muteFor(throttle)
 	if c.closeAfterResponse {
 		return errors.New("SASL authentication failed")
 	}

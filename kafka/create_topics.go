@@ -24,6 +24,11 @@ package kafka
 //     INVALID_REQUEST first). A topic created by a client without
 //     DESCRIBE_CONFIGS on it is answered without its configs, with
 //     TOPIC_AUTHORIZATION_FAILED in the topic_config_error_code tag.
+//   - controller_mutation_rate (KIP-599): a topic's partitions count
+//     against the client's quota once created; while the quota is
+//     exceeded, v6+ refuses topics with THROTTLING_QUOTA_EXCEEDED, older
+//     versions create them; both answer with the throttle time.
+//     validate_only requests are not counted.
 
 import (
 	"fmt"
@@ -39,6 +44,7 @@ func (s *Server) handleCreateTopics(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 	req := kreq.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	auth := c.authorizer()
+	mutations := c.mutationQuota(req.Version >= 6)
 	mayCreateAll := auth.clusterQuietly(kmsg.ACLOperationCreate)
 	seen := map[string]int{}
 	for _, rt := range req.Topics {
@@ -52,7 +58,7 @@ func (s *Server) handleCreateTopics(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 		if seen[rt.Topic] == 1 && !mayCreateAll && !auth.topic(kmsg.ACLOperationCreate, rt.Topic) {
 			err = fmt.Errorf("%w: not allowed to create topic %s", kerr.TopicAuthorizationFailed, rt.Topic)
 		} else {
-			t, err = s.createTopic(rt, seen[rt.Topic] > 1, req.ValidateOnly, requestTimeout(req.TimeoutMillis))
+			t, err = s.createTopic(rt, seen[rt.Topic] > 1, req.ValidateOnly, requestTimeout(req.TimeoutMillis), &mutations)
 		}
 		if err != nil {
 			st.ErrorCode, st.ErrorMessage = errorCode(err), errorMessage(err)
@@ -76,10 +82,14 @@ func (s *Server) handleCreateTopics(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	resp.ThrottleMillis = mutations.throttleMillis()
 	return resp, nil
 }
 
-func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, duplicate, validateOnly bool, timeout time.Duration) (*broker.Topic, error) {
+// createTopic checks and creates one topic; its partitions count against
+// the controller mutation quota, which may refuse it (validate_only
+// requests are not counted, as in Kafka).
+func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, duplicate, validateOnly bool, timeout time.Duration, mutations *mutationQuota) (*broker.Topic, error) {
 	switch {
 	case duplicate:
 		return nil, fmt.Errorf("%w: topic %q appears more than once in the request", kerr.InvalidRequest, rt.Topic)
@@ -89,6 +99,11 @@ func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, duplicate, valida
 		return nil, fmt.Errorf("%w: %d partitions", kerr.InvalidPartitions, rt.NumPartitions)
 	case rt.ReplicationFactor == 0 || rt.ReplicationFactor < -1:
 		return nil, fmt.Errorf("%w: replication factor %d", kerr.InvalidReplicationFactor, rt.ReplicationFactor)
+	}
+	if !validateOnly {
+		if err := mutations.check(); err != nil {
+			return nil, err
+		}
 	}
 	configs := map[string]string{}
 	for _, cfg := range rt.Configs {
@@ -108,10 +123,14 @@ func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, duplicate, valida
 			assignment[ra.Partition] = ra.Replicas
 		}
 	}
-	return s.topicAdmin.CreateTopic(broker.CreateTopicRequest{
+	t, err := s.topicAdmin.CreateTopic(broker.CreateTopicRequest{
 		Name: rt.Topic, Partitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor, Assignment: assignment,
 		Configs: configs, ValidateOnly: validateOnly, Timeout: timeout,
 	})
+	if t != nil && !validateOnly {
+		mutations.record(len(t.Partitions()))
+	}
+	return t, err
 }
 
 // requestTimeout turns a request's timeout_ms into a duration; zero or

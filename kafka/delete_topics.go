@@ -13,6 +13,10 @@ package kafka
 //     existence) and DELETE, else TOPIC_AUTHORIZATION_FAILED; one named by
 //     ID needs DELETE, else TOPIC_AUTHORIZATION_FAILED, with its name only
 //     if the client may DESCRIBE it.
+//   - controller_mutation_rate (KIP-599): a deleted topic's partitions
+//     count against the client's quota; while it is exceeded, v5+
+//     refuses deletions with THROTTLING_QUOTA_EXCEEDED, older versions
+//     delete; both answer with the throttle time.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -32,6 +36,7 @@ func (s *Server) handleDeleteTopics(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 		}
 	}
 	auth := c.authorizer()
+	mutations := c.mutationQuota(req.Version >= 5)
 	mayDeleteAll := auth.clusterQuietly(kmsg.ACLOperationDelete)
 	mayDescribe := func(name string) bool { return mayDeleteAll || auth.topic(kmsg.ACLOperationDescribe, name) }
 	mayDelete := func(name string) bool { return mayDeleteAll || auth.topic(kmsg.ACLOperationDelete, name) }
@@ -49,7 +54,12 @@ func (s *Server) handleDeleteTopics(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 				if t != nil {
 					st.TopicID = t.ID
 				}
-				err = s.topicAdmin.DeleteTopic(*rt.Topic)
+				if err = mutations.check(); err != nil {
+					break
+				}
+				if err = s.topicAdmin.DeleteTopic(*rt.Topic); err == nil && t != nil {
+					mutations.record(len(t.Partitions()))
+				}
 			}
 		case rt.TopicID != [16]byte{}:
 			if t := s.topics.TopicByID(controller.TopicID(rt.TopicID)); t != nil && !mayDelete(t.Name) {
@@ -59,10 +69,17 @@ func (s *Server) handleDeleteTopics(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 				}
 				break
 			}
+			if err = mutations.check(); err != nil {
+				break
+			}
+			t := s.topics.TopicByID(controller.TopicID(rt.TopicID))
 			var name string
 			name, err = s.topicAdmin.DeleteTopicByID(controller.TopicID(rt.TopicID))
 			if err == nil {
 				st.Topic = &name
+				if t != nil {
+					mutations.record(len(t.Partitions()))
+				}
 			}
 		default:
 			err = kerr.InvalidRequest
@@ -73,5 +90,6 @@ func (s *Server) handleDeleteTopics(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	resp.ThrottleMillis = mutations.throttleMillis()
 	return resp, nil
 }

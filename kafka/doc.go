@@ -4,7 +4,8 @@
 //
 // Handlers reach the broker through the small interfaces of domain.go, one
 // per family (cluster view, topic catalog, topic admin, records, groups,
-// cluster properties, security), declared here where they are used:
+// cluster properties, security, client quotas), declared here where they
+// are used:
 // *broker.Broker implements them all, and a handler's test can run it
 // against fakes of the families it uses.
 //
@@ -15,4 +16,9 @@
 // Requests on one connection are answered in order, one at a time, as
 // Kafka does: a reader goroutine reads ahead a few frames while a handler
 // goroutine answers them.
+//
+// Client quotas are enforced here, per broker (quota.go, quota_conn.go):
+// a request over its connection's quota is answered at once with
+// throttle_time_ms, and the connection handles nothing more until that
+// time has passed.
 package kafka

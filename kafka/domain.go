@@ -104,6 +104,16 @@ type reassignments interface {
 	Reassignments(wanted func(topic string, partition int32) bool) []broker.Reassignment
 }
 
+// clientQuotas are the client quotas: DescribeClientQuotas and
+// AlterClientQuotas change and read them, the quota manager enforces
+// them (rebuilding what it derives from them when the index moves).
+type clientQuotas interface {
+	DescribeClientQuotas(f controller.ClientQuotaFilter) ([]controller.ClientQuota, error)
+	AlterClientQuotas(alts []controller.ClientQuotaAlteration, validateOnly bool) []error
+	ClientQuotas() []controller.ClientQuota
+	ClientQuotasIndex() uint64
+}
+
 // domain is the broker as the handlers reach it, a family at a time.
 type domain struct {
 	cluster    clusterView
@@ -115,8 +125,9 @@ type domain struct {
 	security   security
 	operations operations
 	reassign   reassignments
+	quotas     clientQuotas
 }
 
 func domainOf(b *broker.Broker) domain {
-	return domain{cluster: b, topics: b, topicAdmin: b, records: b, groups: b, props: b, security: b, operations: b, reassign: b}
+	return domain{cluster: b, topics: b, topicAdmin: b, records: b, groups: b, props: b, security: b, operations: b, reassign: b, quotas: b}
 }

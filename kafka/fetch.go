@@ -71,7 +71,20 @@ func (s *Server) handleFetch(c *clientConn, kreq kmsg.Request) (kmsg.Response, e
 	}
 	auth := c.authorizer()
 	plan := c.fetchPlan(req, &auth)
+	// Fetches from replicas are never throttled (weir's replicas follow
+	// through Raft; these are tools).
+	quota := c.reqQuotas != nil && !fetchFromReplica(req)
+	if quota {
+		plan.req.MaxBytes = c.fetchQuotaMaxBytes(plan.req.MaxBytes)
+	}
+	var fetchStart time.Time
+	if c.reqQuotas != nil {
+		fetchStart = time.Now()
+	}
 	s.records.Fetch(c.ctx, &plan.req, plan.results)
+	if c.reqQuotas != nil {
+		c.fetchWait = time.Since(fetchStart)
+	}
 
 	resp.Topics = resize(resp.Topics, len(req.Topics))
 	i := 0
@@ -98,6 +111,26 @@ func (s *Server) handleFetch(c *clientConn, kreq kmsg.Request) (kmsg.Response, e
 				sp.RecordBatches = []byte{}
 			}
 			i++
+		}
+	}
+	if quota {
+		bytes := 0
+		for i := range plan.results {
+			bytes += len(plan.results[i].Records)
+		}
+		if c.fetchQuota(resp, bytes) {
+			// Throttled: no partitions, the records stay for the
+			// consumer's next fetch.
+			for i := range plan.results {
+				plan.results[i].Release()
+			}
+			clear(plan.results)
+			for ti := range resp.Topics {
+				for pi := range resp.Topics[ti].Partitions {
+					resp.Topics[ti].Partitions[pi].RecordBatches = nil
+				}
+			}
+			resp.Topics = resp.Topics[:0]
 		}
 	}
 	s.countFetched(plan)

@@ -19,6 +19,7 @@ type metrics struct {
 	bytesIn     prometheus.Counter
 	bytesOut    prometheus.Counter
 	topics      *topicTraffic
+	quota       quotaMetrics
 }
 
 func newMetrics(reg prometheus.Registerer, topics topicCatalog, pool *memory.Pool) (*metrics, error) {
@@ -36,17 +37,19 @@ func newMetrics(reg prometheus.Registerer, topics topicCatalog, pool *memory.Poo
 			Name: "weir_kafka_response_bytes_total", Help: "Bytes of Kafka responses written."}),
 		topics: newTopicTraffic(topics),
 	}
+	quota, quotaCollectors := newQuotaMetrics()
+	m.quota = quota
 	if reg == nil {
 		return m, nil
 	}
-	cs := []prometheus.Collector{m.connections, m.requests, m.latency, m.bytesIn, m.bytesOut, m.topics,
+	cs := append([]prometheus.Collector{m.connections, m.requests, m.latency, m.bytesIn, m.bytesOut, m.topics}, quotaCollectors...)
+	cs = append(cs,
 		memory.NewCollector(pool, memory.MetricNames{
 			What: "requests read and not yet answered (queued_max_request_bytes)",
 			Size: "weir_request_memory_pool_bytes", InUse: "weir_request_memory_in_use_bytes",
 			Peak: "weir_request_memory_peak_bytes", Waits: "weir_request_memory_waits_total",
 			WaitSeconds: "weir_request_memory_wait_seconds_total",
-		}),
-	}
+		}))
 	for i, c := range cs {
 		if err := reg.Register(c); err != nil {
 			// Leave the registry as it was, so a retry (or another

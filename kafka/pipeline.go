@@ -39,19 +39,30 @@ type pendingResponse struct {
 	start time.Time
 	resp  kmsg.Response // nil for acks=0: nothing is written
 	done  <-chan struct{}
+	// mute is the throttle the request earned: the connection handles
+	// nothing for this long once it is answered (or, for acks=0, would
+	// have been).
+	mute time.Duration
 }
 
 // pipelineProduce starts a produce request and queues its response; a
 // panic while starting it is a bug, logged, and costs the connection.
-func (c *clientConn) pipelineProduce(h requestHeader, a api, req *kmsg.ProduceRequest, start time.Time) (err error) {
+func (c *clientConn) pipelineProduce(h requestHeader, a api, req *kmsg.ProduceRequest, start time.Time, size int) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.logger.Error("handler panicked", "api", a.name, "version", req.GetVersion(), "panic", p, "stack", string(debug.Stack()))
 			err = fmt.Errorf("%s handler failed", a.name)
 		}
 	}()
+	var handlerStart time.Time
+	if c.reqQuotas != nil {
+		handlerStart = time.Now()
+	}
 	resp, done := c.s.startProduce(c, req)
 	pr := pendingResponse{h: h, api: a, start: start, done: done}
+	if c.reqQuotas != nil {
+		pr.mute = c.produceQuota(resp, size, time.Since(handlerStart))
+	}
 	if req.Acks != 0 {
 		pr.resp = resp
 	}
@@ -71,6 +82,7 @@ func (c *clientConn) answerOldest() error {
 	n := copy(c.pending, c.pending[1:])
 	c.pending[n] = pendingResponse{}
 	c.pending = c.pending[:n]
+	defer c.muteFor(pr.mute)
 	if pr.resp == nil {
 		pr.api.requests.Inc()
 		return nil

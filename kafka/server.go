@@ -58,7 +58,8 @@ type Server struct {
 	logger  *slog.Logger
 	apis    apiTable
 	metrics *metrics
-	pool    *memory.Pool // queued_max_request_bytes
+	quota   *quotaManager // client quotas (quota.go)
+	pool    *memory.Pool  // queued_max_request_bytes
 	frames  framePool
 	// saslDecoyKey keys the fake salts unknown SCRAM users are shown.
 	saslDecoyKey [32]byte
@@ -112,6 +113,7 @@ func NewServer(b *broker.Broker, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
+	s.quota = newQuotaManager(s.domain.quotas, time.Now, m.quota)
 	s.apis = s.newAPITable()
 	for i := range s.apis {
 		if a := &s.apis[i]; a.name != "" {

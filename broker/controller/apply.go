@@ -151,6 +151,8 @@ func apply(opts *Options, cur *View, index uint64, e Entry) (*View, Result) {
 		r = t.reassignPartition(c)
 	case CompleteReassignment:
 		r = t.completeReassignment(c)
+	case AlterClientQuotas:
+		r = t.alterClientQuotas(c)
 	default:
 		r = Result{Err: errorf(kerr.UnsupportedVersion, "unknown command %T", e.Cmd)}
 	}

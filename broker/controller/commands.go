@@ -56,6 +56,8 @@ const (
 	// CmdCreateACLs and CmdDeleteACLs are in acl.go.
 	CmdCreateACLs CommandType = 14
 	CmdDeleteACLs CommandType = 15
+	// CmdAlterClientQuotas is in quota.go.
+	CmdAlterClientQuotas CommandType = 16
 	// CmdReassignPartition and CmdCompleteReassignment are in reassign.go.
 	CmdReassignPartition    CommandType = 17
 	CmdCompleteReassignment CommandType = 18
@@ -77,6 +79,7 @@ var commandNames = map[CommandType]string{
 	CmdAlterScramCredentials: "AlterScramCredentials",
 	CmdCreateACLs:            "CreateACLs",
 	CmdDeleteACLs:            "DeleteACLs",
+	CmdAlterClientQuotas:     "AlterClientQuotas",
 	CmdReassignPartition:     "ReassignPartition",
 	CmdCompleteReassignment:  "CompleteReassignment",
 }
@@ -94,7 +97,7 @@ var currentVersion = map[CommandType]uint8{
 	CmdInitCluster: 1, CmdRegisterBroker: 2, CmdHeartbeat: 1, CmdUnregisterBroker: 1,
 	CmdCreateTopic: 1, CmdDeleteTopic: 1, CmdCreatePartitions: 1, CmdAlterTopicConfig: 1,
 	CmdSetClusterProperties: 1, CmdSetLicense: 1, CmdReportLeader: 1, CmdAllocateProducerIDs: 1,
-	CmdAlterScramCredentials: 1, CmdCreateACLs: 1, CmdDeleteACLs: 1,
+	CmdAlterScramCredentials: 1, CmdCreateACLs: 1, CmdDeleteACLs: 1, CmdAlterClientQuotas: 1,
 	CmdReassignPartition: 1, CmdCompleteReassignment: 1,
 }
 
@@ -371,6 +374,8 @@ func decodeCommand(t CommandType, ver uint8, body []byte) (Command, error) {
 		return decodeBody[CreateACLs](body)
 	case CmdDeleteACLs:
 		return decodeBody[DeleteACLs](body)
+	case CmdAlterClientQuotas:
+		return decodeBody[AlterClientQuotas](body)
 	case CmdReassignPartition:
 		return decodeBody[ReassignPartition](body)
 	case CmdCompleteReassignment:

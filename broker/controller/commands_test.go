@@ -35,6 +35,8 @@ func allCommands() []Command {
 			Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow}}},
 		ReassignPartition{Topic: "t", Partition: 1, Target: []int32{3, 1, 2}},
 		CompleteReassignment{TopicID: topicID(1), Partition: 1, Target: []int32{3, 1}},
+		AlterClientQuotas{Alterations: []ClientQuotaAlteration{{Entity: ClientQuotaEntity{{Type: QuotaEntityUser, Name: strp("alice")}, {Type: QuotaEntityClientID}},
+			Set: map[string]float64{QuotaProducerByteRate: 1024}, Remove: []string{QuotaRequestPercentage}}}},
 	}
 }
 

@@ -10,7 +10,9 @@
 // reported in; cluster properties (string values checked against
 // config.Registry, each with the config version that set it, and a global
 // config version raised once per changing batch); the license (an opaque
-// blob and a version); the next free producer id.
+// blob and a version); the next free producer id; SCRAM credentials and
+// ACLs; client quotas per user, client-id, user+client-id and ip entity
+// (quota.go; the snapshot names them only when there are some).
 //
 // # Layers
 //

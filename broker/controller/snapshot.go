@@ -49,6 +49,11 @@ type snapshotV1 struct {
 	// changed them.
 	ACLs      []ACLBinding `json:"acls,omitempty"`
 	ACLsIndex uint64       `json:"acls_index,omitempty"`
+	// ClientQuotas, sorted by entity key, and the index that last
+	// changed them; both omitted when there are none, so snapshots of
+	// clusters without quotas are as they always were.
+	ClientQuotas      []ClientQuota `json:"client_quotas,omitempty"`
+	ClientQuotasIndex uint64        `json:"client_quotas_index,omitempty"`
 }
 
 type snapshotProperty struct {
@@ -66,9 +71,11 @@ func (v *View) EncodeSnapshot(w io.Writer) error {
 		Brokers: v.Brokers(), Topics: make([]*Topic, 0, len(v.topics)),
 		Properties:    make([]snapshotProperty, 0, len(v.props)),
 		ConfigVersion: v.configVersion, License: v.license, NextProducerID: v.nextProducerID,
-		ScramCredentials: v.ScramCredentials(),
-		ACLs:             v.acls, // read-only: marshalled, not kept
-		ACLsIndex:        v.aclsIndex,
+		ScramCredentials:  v.ScramCredentials(),
+		ACLs:              v.acls, // read-only: marshalled, not kept
+		ACLsIndex:         v.aclsIndex,
+		ClientQuotas:      v.ClientQuotas(),
+		ClientQuotasIndex: v.quotasIndex,
 	}
 	for _, n := range v.TopicNames() {
 		s.Topics = append(s.Topics, v.topics[n]) // read-only: marshalled, not kept
@@ -185,6 +192,10 @@ func decodeSnapshot(r io.Reader, timeoutView *View) (*View, error) {
 		v.acls = s.ACLs
 	}
 	v.aclsIndex = s.ACLsIndex
+	if v.quotas, err = decodeClientQuotas(s.ClientQuotas); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+	}
+	v.quotasIndex = s.ClientQuotasIndex
 	return v, nil
 }
 

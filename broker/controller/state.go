@@ -233,6 +233,11 @@ type View struct {
 	// aclsIndex is the index of the entry that last changed it.
 	acls      []ACLBinding
 	aclsIndex uint64
+	// quotas holds client quotas by ClientQuotaEntity.Key, nil when
+	// there are none; replaced, never modified. quotasIndex is the index
+	// of the entry that last changed them.
+	quotas      map[string]ClientQuota
+	quotasIndex uint64
 }
 
 func emptyView(timeout time.Duration) *View {
