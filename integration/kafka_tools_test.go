@@ -65,6 +65,8 @@ func kafkaTool(t *testing.T, class string, args ...string) (string, error) {
 	defer cancel()
 	argv := append([]string{"-Xmx256m", "-cp", filepath.Join(libs, "*"), class}, args...)
 	cmd := exec.CommandContext(ctx, java, argv...)
+	setProcAttrs(cmd) // a timeout ends the JVM's whole process group
+	cmd.WaitDelay = 10 * time.Second
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

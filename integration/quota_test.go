@@ -4,9 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -207,48 +204,17 @@ func TestQuotaDescribeAlterRoundTrip(t *testing.T) {
 	}
 }
 
-// kafkaLibs is the directory of Kafka's jars that .ci/kafka.sh fetches,
-// or "" when they are not there.
-func kafkaLibs(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("bash", filepath.Join(repoRoot(t), ".ci", "kafka.sh"), "libs").Output()
-	if err != nil {
-		return ""
-	}
-	dir := strings.TrimSpace(string(out))
-	jars, _ := filepath.Glob(filepath.Join(dir, "kafka_2.13-*.jar"))
-	if len(jars) == 0 {
-		return ""
-	}
-	return dir
-}
-
 // TestQuotaKafkaConfigsTool: Kafka's own kafka-configs (ConfigCommand)
 // sets, describes and deletes client and user quotas.
 func TestQuotaKafkaConfigsTool(t *testing.T) {
-	java, err := exec.LookPath("java")
-	if err != nil {
-		t.Skip("java is not installed")
-	}
-	libs := kafkaLibs(t)
-	if libs == "" {
-		t.Skip("Kafka's jars are absent: .ci/kafka.sh fetch")
-	}
 	b := StartBroker(t)
 	configs := func(args ...string) string {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		all := append([]string{"-cp", filepath.Join(libs, "*"), "kafka.admin.ConfigCommand", "--bootstrap-server", b.KafkaAddr}, args...)
-		cmd := exec.CommandContext(ctx, java, all...)
-		cmd.Env = append(os.Environ(), "KAFKA_HEAP_OPTS=-Xmx256m")
-		setProcAttrs(cmd)
-		cmd.WaitDelay = 10 * time.Second
-		out, err := cmd.CombinedOutput()
+		out, err := kafkaTool(t, "kafka.admin.ConfigCommand", append([]string{"--bootstrap-server", b.KafkaAddr}, args...)...)
 		if err != nil {
 			t.Fatalf("kafka-configs %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
-		return string(out)
+		return out
 	}
 	configs("--alter", "--add-config", "producer_byte_rate=1024,consumer_byte_rate=2048", "--entity-type", "clients", "--entity-name", "c1")
 	out := configs("--describe", "--entity-type", "clients")

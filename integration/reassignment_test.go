@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -237,4 +239,31 @@ func TestReassignmentReplicationFactorAndCancel(t *testing.T) {
 	if err := reassign(t, bs[0], "no-such-topic", []int32{2}); !errors.Is(err, kerr.UnknownTopicOrPartition) {
 		t.Errorf("unknown topic: %v", err)
 	}
+}
+
+// TestReassignPartitionsTool: Kafka's kafka-reassign-partitions moves a
+// partition with --execute, and --verify reports it completed (clearing
+// the replication throttles, as it always does).
+func TestReassignPartitionsTool(t *testing.T) {
+	bs := startReplCluster(t, 3)
+	waitClusterView(t, bs, 30*time.Second)
+	const topic = "tool-moved"
+	createAssignedTopic(t, bs[0], topic, 0, 1)
+	waitReplicas(t, bs, topic, 0, 1)
+	plan := filepath.Join(t.TempDir(), "move.json")
+	if err := os.WriteFile(plan, []byte(`{"version":1,"partitions":[{"topic":"`+topic+`","partition":0,"replicas":[1,2]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	boot := strings.Join(kafkaAddrs(bs), ",")
+	const tool = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+	out, err := kafkaTool(t, tool, "--bootstrap-server", boot, "--reassignment-json-file", plan, "--execute")
+	if err != nil || !strings.Contains(out, "Successfully started partition reassignment") {
+		t.Fatalf("kafka-reassign-partitions --execute: %v\n%s", err, out)
+	}
+	waitReplicas(t, bs, topic, 1, 2)
+	out, err = kafkaTool(t, tool, "--bootstrap-server", boot, "--reassignment-json-file", plan, "--verify")
+	if err != nil || !strings.Contains(out, "Reassignment of partition "+topic+"-0 is completed") {
+		t.Fatalf("kafka-reassign-partitions --verify: %v\n%s", err, out)
+	}
+	t.Logf("kafka-reassign-partitions --verify:\n%s", out)
 }

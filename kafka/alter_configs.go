@@ -85,6 +85,13 @@ func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, ops []b
 		if t == nil {
 			return fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, name)
 		}
+		ops, err := withoutThrottleDeletes(ops, topicThrottleConfigs)
+		if err != nil {
+			return err
+		}
+		if len(ops) == 0 && !replace {
+			return nil
+		}
 		if replace {
 			named := map[string]bool{}
 			for _, op := range ops {
@@ -98,6 +105,16 @@ func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, ops []b
 		}
 		return s.topicAdmin.AlterTopicConfig(name, ops, validateOnly)
 	case kmsg.ConfigResourceTypeBroker:
+		if err := s.checkBrokerResource(name); err != nil {
+			return err
+		}
+		ops, err := withoutThrottleDeletes(ops, brokerThrottleConfigs)
+		if err != nil {
+			return err
+		}
+		if len(ops) == 0 && !replace {
+			return nil
+		}
 		return s.alterClusterProperties(name, ops, replace, validateOnly)
 	default:
 		return fmt.Errorf("%w: resource type %d is not supported", kerr.InvalidRequest, typ)

@@ -125,6 +125,18 @@ func TestBrokerConfigsDescribeAndAlter(t *testing.T) {
 		t.Fatal("validate_only changed fetch_max_bytes")
 	}
 
+	// Replication throttles: deleting them (kafka-reassign-partitions
+	// --verify, on each broker) succeeds and changes nothing; setting one
+	// is refused with the reason.
+	if rr := incAlterBroker(t, c, "0", false, incOp("leader.replication.throttled.rate", kmsg.IncrementalAlterConfigOpDelete, ""),
+		incOp("follower.replication.throttled.rate", kmsg.IncrementalAlterConfigOpDelete, "")); rr.ErrorCode != 0 {
+		t.Fatalf("deleting the throttles of broker 0: %v %s", kerr.ErrorForCode(rr.ErrorCode), derefString(rr.ErrorMessage))
+	}
+	if rr := incAlterBroker(t, c, "0", false, incOp("leader.replication.throttled.rate", kmsg.IncrementalAlterConfigOpSet, "1000")); rr.ErrorCode != kerr.InvalidConfig.Code ||
+		!strings.Contains(derefString(rr.ErrorMessage), "does not throttle replication") {
+		t.Fatalf("setting a throttle: %v %s", kerr.ErrorForCode(rr.ErrorCode), derefString(rr.ErrorMessage))
+	}
+
 	// DELETE by the Kafka name of a property set by its weir name.
 	if rr := incAlterBroker(t, c, "", false, incOp("default_topic_partitions", kmsg.IncrementalAlterConfigOpSet, "3")); rr.ErrorCode != 0 {
 		t.Fatalf("set default_topic_partitions: %v", kerr.ErrorForCode(rr.ErrorCode))
