@@ -36,8 +36,10 @@ import (
 //     Kafka's (KIP-534): the first pass that keeps a batch holding a
 //     tombstone sets attributes bit 6 and stores now+DeleteRetention in
 //     the batch's firstTimestamp, rewriting the records' timestamp deltas
-//     so that every record keeps its timestamp; a later pass after the
-//     horizon drops the tombstones. The horizon travels with the batch
+//     so that every record keeps its timestamp; a pass at a time past
+//     the horizon drops the tombstones (strictly past, so that the
+//     passes of one Clean, which share a clock reading, agree even with
+//     a zero DeleteRetention). The horizon travels with the batch
 //     (across regrouped segments and to replicas), so no per-segment
 //     state is needed. Those two header fields are the only ones the
 //     cleaner changes.
@@ -738,7 +740,7 @@ func (f *batchFilter) filter(dst, b []byte, h BatchHeader, st *CleanStats) ([]by
 				continue
 			}
 			if r.value == nil {
-				if hasHorizon && f.nowMs >= h.FirstTimestamp {
+				if hasHorizon && f.nowMs > h.FirstTimestamp {
 					dropped++
 					st.TombstonesRemoved++
 					continue
