@@ -37,7 +37,7 @@ import (
 // cleaner-checkpoint: the first dirty offset: every record below it was
 //
 //	deduplicated by a clean pass. Offsets below it may have holes
-//	(see continues). Missing means 0.
+//	(see continues). Missing means 0; unreadable fails Open.
 //
 // clean-swap:       present only while a clean pass swaps its segments
 //
@@ -84,6 +84,24 @@ func readResetMarker(fsys FS, dir string) (int64, bool, error) {
 		return 0, false, fmt.Errorf("unreadable %s: %q", resetFile, b)
 	}
 	return v, true, nil
+}
+
+// readCleanerCheckpoint returns the cleaner checkpoint, 0 when there is
+// none. An unreadable one fails Open: taken as 0 it would make Open cut a
+// cleaned log at its first hole, and no other value is safe to guess.
+func readCleanerCheckpoint(fsys FS, dir string) (int64, error) {
+	b, err := readFile(fsys, filepath.Join(dir, cleanerCheckpointFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", cleanerCheckpointFile, err)
+	}
+	v, ok := parseCheckpoint(b)
+	if !ok {
+		return 0, fmt.Errorf("unreadable %s: %q", cleanerCheckpointFile, b)
+	}
+	return v, nil
 }
 
 // parseCheckpoint reads a checkpoint file. Its final newline is required:
@@ -165,7 +183,11 @@ func (l *Log) recover() error {
 	} else if finished {
 		lg.Warn("finished interrupted clean swap")
 	}
-	l.cleanedTo, _ = readCheckpoint(l.fsys, l.dir, cleanerCheckpointFile)
+	cleanedTo, err := readCleanerCheckpoint(l.fsys, l.dir)
+	if err != nil {
+		return err
+	}
+	l.cleanedTo = cleanedTo
 	bases, err := listSegments(l.fsys, l.dir)
 	if err != nil {
 		return err
