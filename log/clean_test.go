@@ -721,3 +721,54 @@ func copyDir(tb testing.TB, from, to string) {
 		}
 	}
 }
+
+// TestWithinMatchesReadCleaned is TestWithinMatchesRead's property on a
+// cleaned log, whose offsets have holes inside and between batches and
+// between segments.
+func TestWithinMatchesReadCleaned(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 11))
+	clk := &fakeClock{}
+	clk.ms.Store(1_000)
+	l := mustOpen(t, t.TempDir(), cleanTestConfig(clk, 4096))
+	defer l.Close()
+	w := &cleanWorkload{batches: map[int64]BatchHeader{}, pidLast: map[int64]int64{}}
+	runKeyedWorkload(t, l, clk, rng, 400, 30, w)
+	if st, err := l.Clean(context.Background(), CleanOptions{UpTo: l.EndOffset()}); err != nil || st.RecordsRemoved == 0 {
+		t.Fatalf("clean: %+v %v", st, err)
+	}
+	end := l.EndOffset()
+	modes := []ReadMode{Strict, Obligatory}
+	randomRead := func(near int64) (int64, int, ReadMode, int64) {
+		offset := min(max(near+int64(rng.IntN(200))-50, 0), end-1)
+		return offset, 1 + rng.IntN(4<<10), modes[rng.IntN(2)], offset + 1 + rng.Int64N(end-offset)
+	}
+	found := 0
+	for range 5000 {
+		o, m, md, u := randomRead(rng.Int64N(end))
+		earlier, err := l.Read(o, m, md, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(earlier) == 0 {
+			continue
+		}
+		for range 8 {
+			lo, lm, lmd, lu := randomRead(o)
+			want, err := l.Read(lo, lm, lmd, lu)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start, stop, ok := Within(earlier, lo, lm, lmd, lu)
+			if !ok {
+				continue
+			}
+			found++
+			if got := earlier[start:stop]; !bytes.Equal(got, want) {
+				t.Fatalf("Read(%d, %d, %v, %d): Within gives %d bytes, Read %d", lo, lm, lmd, lu, len(got), len(want))
+			}
+		}
+	}
+	if found < 100 {
+		t.Fatalf("only %d reads found within earlier ones", found)
+	}
+}

@@ -447,9 +447,10 @@ func (s *segment) scanAndRebuild(size int64, interval int, end, nowMs, holesBelo
 		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 			return false, err
 		}
-		// The log never leaves gaps between batches, and baseOffset is
-		// the one header field the CRC does not cover: a batch that does
-		// not continue its predecessor is damaged, even with a valid CRC.
+		// The log never leaves gaps between batches (but for the
+		// cleaner's holes below holesBelow), and baseOffset is the one
+		// header field the CRC does not cover: a batch that does not
+		// continue its predecessor is damaged, even with a valid CRC.
 		if err != nil || !continues(next, h.BaseOffset, holesBelow) || !s.relOffsetFits(h.LastOffset()) || (sealed && h.LastOffset() >= end) {
 			break
 		}
