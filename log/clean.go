@@ -419,8 +419,8 @@ scan:
 		abort()
 		return false, fmt.Errorf("log: clean: fsync %s: %w", l.dir, err)
 	}
-	if err := l.swapCleaned(segs[:n], gens[:n], sizes[:n], neu, passEnd); err != nil {
-		if errors.Is(err, ErrCleanAborted) {
+	if committed, err := l.swapCleaned(segs[:n], gens[:n], sizes[:n], neu, passEnd); err != nil {
+		if !committed {
 			abort()
 		}
 		return false, err
@@ -480,6 +480,9 @@ func (l *Log) writeCleaned(ctx context.Context, group []*segment, sizes []int64,
 			if err != nil {
 				return s, readErr(old, err)
 			}
+			if err := th.add(ctx, h.Size()); err != nil {
+				return s, err
+			}
 			if old.base >= f.passEnd || h.BaseOffset >= f.passEnd {
 				// Past the map: copied as it is.
 				out = append(out, b...)
@@ -523,21 +526,22 @@ func (l *Log) writeCleaned(ctx context.Context, group []*segment, sizes []int64,
 
 // swapCleaned replaces the leading segments old (as pinned: gens and
 // sizes) by neu and advances the cleaner checkpoint to cleanedTo, in the
-// order described at the top of this file. ErrCleanAborted means nothing
-// changed; any other error after the commit is sticky.
-func (l *Log) swapCleaned(old []*segment, gens []uint64, sizes []int64, neu []*segment, cleanedTo int64) error {
+// order described at the top of this file. committed reports whether the
+// commit record may be on disk: before it, nothing changed (the error is
+// ErrCleanAborted or the log's state); from it on, errors are sticky.
+func (l *Log) swapCleaned(old []*segment, gens []uint64, sizes []int64, neu []*segment, cleanedTo int64) (committed bool, err error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if _, err := l.writable(); err != nil {
-		return err
+		return false, err
 	}
 	// The writer is the only mutator, so reading segs without mu is safe.
 	if len(l.segs) <= len(old) {
-		return ErrCleanAborted
+		return false, ErrCleanAborted
 	}
 	for i, s := range old {
 		if l.segs[i] != s || s.gen.Load() != gens[i] || s.size != sizes[i] {
-			return ErrCleanAborted
+			return false, ErrCleanAborted
 		}
 	}
 	oldBases := make([]int64, len(old))
@@ -550,23 +554,23 @@ func (l *Log) swapCleaned(old []*segment, gens []uint64, sizes []int64, neu []*s
 	}
 	if err := writeSwapMarker(l.fsys, l.dir, cleanedTo, oldBases, newBases); err != nil {
 		// The rename may have become durable even if the fsync failed.
-		return l.fail(fmt.Errorf("write %s: %w", cleanSwapFile, err))
+		return true, l.fail(fmt.Errorf("write %s: %w", cleanSwapFile, err))
 	}
 	for _, s := range old {
 		if err := s.trash(); err != nil {
-			return l.fail(fmt.Errorf("clean: remove segment %d: %w", s.base, err))
+			return true, l.fail(fmt.Errorf("clean: remove segment %d: %w", s.base, err))
 		}
 	}
 	for _, s := range neu {
 		for _, ext := range []string{extLog, extIndex, extTimeIndex} {
 			name := segmentName(l.dir, s.base, ext)
 			if err := l.fsys.Rename(name+cleanedSuffix, name); err != nil {
-				return l.fail(fmt.Errorf("clean: install segment %d: %w", s.base, err))
+				return true, l.fail(fmt.Errorf("clean: install segment %d: %w", s.base, err))
 			}
 		}
 	}
 	if err := syncDir(l.fsys, l.dir); err != nil {
-		return l.fail(fmt.Errorf("clean: fsync %s: %w", l.dir, err))
+		return true, l.fail(fmt.Errorf("clean: fsync %s: %w", l.dir, err))
 	}
 	l.mu.Lock()
 	rest := l.segs[len(old):]
@@ -584,12 +588,12 @@ func (l *Log) swapCleaned(old []*segment, gens []uint64, sizes []int64, neu []*s
 		s.release()
 	}
 	if err := writeCheckpoint(l.fsys, l.dir, cleanerCheckpointFile, cleanedTo); err != nil {
-		return l.fail(fmt.Errorf("write %s: %w", cleanerCheckpointFile, err))
+		return true, l.fail(fmt.Errorf("write %s: %w", cleanerCheckpointFile, err))
 	}
 	if err := removeFileDurably(l.fsys, l.dir, cleanSwapFile); err != nil {
-		return l.fail(fmt.Errorf("remove %s: %w", cleanSwapFile, err))
+		return true, l.fail(fmt.Errorf("remove %s: %w", cleanSwapFile, err))
 	}
-	return nil
+	return true, nil
 }
 
 // lowerCleanedTo moves the cleaner checkpoint down to offset before

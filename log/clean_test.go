@@ -646,7 +646,7 @@ func TestCleanAbortedByTruncate(t *testing.T) {
 	if err := l.TruncateTo(old[1].base + 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.swapCleaned(old, gens, sizes, nil, old[1].base); !errors.Is(err, ErrCleanAborted) {
+	if _, err := l.swapCleaned(old, gens, sizes, nil, old[1].base); !errors.Is(err, ErrCleanAborted) {
 		t.Fatalf("swap after truncate: %v", err)
 	}
 	if st, err := l.Clean(context.Background(), CleanOptions{UpTo: l.EndOffset()}); err != nil || st.Passes != 1 {
@@ -770,5 +770,44 @@ func TestWithinMatchesReadCleaned(t *testing.T) {
 	}
 	if found < 100 {
 		t.Fatalf("only %d reads found within earlier ones", found)
+	}
+}
+
+// TestCleanCancelAndThrottle: a cancelled clean leaves the log and the
+// directory as they were; a throttled one takes at least its budget.
+func TestCleanCancelAndThrottle(t *testing.T) {
+	clk := &fakeClock{}
+	clk.ms.Store(1_000)
+	dir := t.TempDir()
+	l := mustOpen(t, dir, cleanTestConfig(clk, 2048))
+	defer l.Close()
+	for i := range 200 {
+		mustAppend(t, l, keyedBatch(t, CompressionNone, 0, -1, -1, -1, 1, []kv{{fmt.Appendf(nil, "k%d", i%7), bytes.Repeat([]byte("v"), 50)}}))
+	}
+	before, _ := readAllBatches(t, l)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := l.Clean(ctx, CleanOptions{UpTo: l.EndOffset()}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled clean: %v", err)
+	}
+	if after, _ := readAllBatches(t, l); len(after) != len(before) || l.FirstDirtyOffset() != 0 {
+		t.Fatalf("cancelled clean changed the log")
+	}
+	ents, _ := (OSFS{}).ReadDir(dir)
+	for _, e := range ents {
+		if bytes.HasSuffix([]byte(e.Name()), []byte(cleanedSuffix)) || e.Name() == cleanSwapFile {
+			t.Fatalf("%s left by a cancelled clean", e.Name())
+		}
+	}
+	size := l.Size()
+	start := time.Now()
+	st, err := l.Clean(context.Background(), CleanOptions{UpTo: l.EndOffset(), IOBytesPerSecond: size * 4})
+	if err != nil || st.Passes != 1 {
+		t.Fatalf("throttled clean: %+v %v", st, err)
+	}
+	// The map reads the dirty bytes, the rewrite reads and writes them
+	// again: well over a quarter second at four log sizes a second.
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Fatalf("throttled clean of %d bytes took %v", size, d)
 	}
 }
