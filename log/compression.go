@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/snappy"
@@ -141,12 +142,17 @@ func compress(codec int8, data []byte) ([]byte, error) {
 		}
 		return buf.Bytes(), nil
 	case CompressionZstd:
-		enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+		enc, err := zstdEncoder()
 		if err != nil {
 			return nil, err
 		}
-		defer enc.Close()
 		return enc.EncodeAll(data, nil), nil
 	}
 	return nil, fmt.Errorf("unknown codec %d", codec)
 }
+
+// zstdEncoder is shared: EncodeAll may be called concurrently, and an
+// encoder is costly to set up.
+var zstdEncoder = sync.OnceValues(func() (*zstd.Encoder, error) {
+	return zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+})
