@@ -228,8 +228,11 @@ func (l *Log) Clean(ctx context.Context, opts CleanOptions) (CleanStats, error) 
 	st := CleanStats{FirstDirty: l.FirstDirtyOffset()}
 	st.CleanedTo = st.FirstDirty
 	th := throttle{rate: o.IOBytesPerSecond, start: time.Now()}
+	// One clock reading for every pass: they then agree on which
+	// tombstones are past their horizon and on the compaction lag.
+	nowMs := o.Now().UnixMilli()
 	for {
-		more, err := l.cleanPass(ctx, o, &st, &th)
+		more, err := l.cleanPass(ctx, o, nowMs, &st, &th)
 		if err != nil || !more {
 			return st, err
 		}
@@ -266,8 +269,7 @@ func (t *throttle) add(ctx context.Context, n int) error {
 
 // cleanPass runs one pass; more reports that the map stopped short of
 // the cleanable end, so another pass has work.
-func (l *Log) cleanPass(ctx context.Context, o CleanOptions, st *CleanStats, th *throttle) (more bool, err error) {
-	nowMs := o.Now().UnixMilli()
+func (l *Log) cleanPass(ctx context.Context, o CleanOptions, nowMs int64, st *CleanStats, th *throttle) (more bool, err error) {
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
@@ -287,10 +289,9 @@ func (l *Log) cleanPass(ctx context.Context, o CleanOptions, st *CleanStats, th 
 		gens[i], sizes[i] = s.gen.Load(), s.size
 		s.acquire()
 	}
-	segEnd := func(i int) int64 { return l.segs[i+1].base }
-	ends := make([]int64, k)
+	ends := make([]int64, k) // where each segment's offset range ends
 	for i := range k {
-		ends[i] = segEnd(i)
+		ends[i] = l.segs[i+1].base
 	}
 	cfg := l.cfg
 	l.mu.RUnlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -36,6 +37,33 @@ func buildKeyed(cleanFirst bool) func(t *testing.T, m *memFS) *Log {
 	}
 }
 
+// fromTemplate builds the log once, on a template memFS, and returns a
+// build that copies its durable files into a fresh memFS and opens them:
+// the same log and the same FS calls every time, at a fraction of the
+// cost of appending the workload again for every crash point.
+func fromTemplate(t *testing.T, build func(t *testing.T, m *memFS) *Log) func(t *testing.T, m *memFS) *Log {
+	tmpl := newMemFS()
+	if err := build(t, tmpl).Close(); err != nil {
+		t.Fatal(err)
+	}
+	return func(t *testing.T, m *memFS) *Log {
+		tmpl.mu.Lock()
+		for d := range tmpl.dirs {
+			m.dirs[d] = true
+		}
+		for name, ino := range tmpl.durable {
+			c := &memInode{data: slices.Clone(ino.synced), synced: slices.Clone(ino.synced)}
+			m.names[name], m.durable[name] = c, c
+		}
+		tmpl.mu.Unlock()
+		l, err := Open(crashDir, truncConfig(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+}
+
 // TestCleanSwapCrashPoints crashes (or fails one call) at every FS call of
 // a Clean and reopens: the log is the old one or the cleaned one, never a
 // mix, and only the cleaned one once Clean returned.
@@ -43,7 +71,7 @@ func TestCleanSwapCrashPoints(t *testing.T) {
 	for _, cleanFirst := range []bool{false, true} {
 		t.Run(fmt.Sprintf("cleaned-before=%v", cleanFirst), func(t *testing.T) {
 			t.Parallel()
-			build := buildKeyed(cleanFirst)
+			build := fromTemplate(t, buildKeyed(cleanFirst))
 			clean := func(l *Log) error {
 				_, err := l.Clean(context.Background(), CleanOptions{UpTo: l.EndOffset()})
 				return err
@@ -74,9 +102,10 @@ func TestCleanSwapCrashPoints(t *testing.T) {
 // .cleaned files still in place installs them; without the record it
 // removes them.
 func TestCleanSwapMarkerFinished(t *testing.T) {
+	build := fromTemplate(t, buildKeyed(false))
 	for _, committed := range []bool{false, true} {
 		m := newMemFS()
-		l := buildKeyed(false)(t, m)
+		l := build(t, m)
 		old := stateOf(t, l)
 		// Stop the clean just before the swap, keeping its .cleaned
 		// files, by failing the marker write after they are durable.
@@ -89,13 +118,13 @@ func TestCleanSwapMarkerFinished(t *testing.T) {
 		l.Close()
 
 		m = newMemFS()
-		l = buildKeyed(false)(t, m)
+		l = build(t, m)
 		// Find the call that creates clean-swap.tmp: crash right after
 		// the marker's rename (committed) or right before it.
 		var at int
 		for k := range steps {
 			probe := newMemFS()
-			pl := buildKeyed(false)(t, probe)
+			pl := build(t, probe)
 			probe.failFrom(probe.stepCount()+k, true)
 			pl.Clean(context.Background(), CleanOptions{UpTo: pl.EndOffset()})
 			img := probe.image(keepAll, rand.New(rand.NewPCG(1, 1)))
