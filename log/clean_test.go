@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -321,6 +322,7 @@ func TestCleanProperties(t *testing.T) {
 				}
 				m.afterClean(clk.Now().UnixMilli(), st.Passes, st.CleanedTo)
 				got := m.check(t, l)
+				checkSegmentIndexes(t, l)
 				if rng.IntN(3) == 0 {
 					// Reopen: recovery must accept the holes and keep
 					// everything.
@@ -822,4 +824,99 @@ func TestCleanCancelAndThrottle(t *testing.T) {
 	if d := time.Since(start); d < 250*time.Millisecond {
 		t.Fatalf("throttled clean of %d bytes took %v", size, d)
 	}
+}
+
+// checkSegmentIndexes verifies that every closed segment's in-memory and
+// on-disk indexes are what a rebuild from its .log gives.
+func checkSegmentIndexes(t testing.TB, l *Log) {
+	t.Helper()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for _, s := range l.segs[:len(l.segs)-1] {
+		sc := batchScanner{f: s.log, limit: s.size, buf: make([]byte, 64<<10)}
+		x := indexer{base: s.base, interval: l.cfg.IndexIntervalBytes, maxTs: -1, offMaxTs: -1}
+		next := s.base
+		for {
+			h, pos, _, err := sc.next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("segment %d: %v", s.base, err)
+			}
+			x.add(h, pos)
+			next = h.LastOffset() + 1
+		}
+		x.maybeTime()
+		if !slices.Equal(x.idx, s.idx.entries) || !slices.Equal(x.tim, s.tidx.entries) || next != s.next || x.maxTs != s.maxTs || x.offMaxTs != s.offMaxTs {
+			t.Fatalf("segment %d: indexes %v %v next %d maxTs %d/%d, rebuilt %v %v %d %d/%d",
+				s.base, s.idx.entries, s.tidx.entries, s.next, s.maxTs, s.offMaxTs, x.idx, x.tim, next, x.maxTs, x.offMaxTs)
+		}
+		b, err := readFile(l.fsys, segmentName(l.dir, s.base, extIndex))
+		if err != nil {
+			t.Fatal(err)
+		}
+		es, err := loadOffsetIndex(b, s.base, s.size)
+		if err != nil || !slices.Equal(es, x.idx) {
+			t.Fatalf("segment %d: index file %v %v, want %v", s.base, es, err, x.idx)
+		}
+		tb, err := readFile(l.fsys, segmentName(l.dir, s.base, extTimeIndex))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tes, err := loadTimeIndex(tb, s.base, uint32(max(next-1-s.base, 0))); err != nil || !slices.Equal(tes, x.tim) {
+			t.Fatalf("segment %d: time index file %v %v, want %v", s.base, tes, err, x.tim)
+		}
+	}
+}
+
+// TestCleanIndexesAndTruncate: cleaned segments carry the indexes a
+// rebuild would give; TruncateTo into the cleaned part lowers the
+// cleaner checkpoint, and the log reopens and grows as usual.
+func TestCleanIndexesAndTruncate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	clk := &fakeClock{}
+	clk.ms.Store(1_000)
+	dir := t.TempDir()
+	cfg := cleanTestConfig(clk, 1500)
+	cfg.IndexIntervalBytes = 100
+	l := mustOpen(t, dir, cfg)
+	defer func() { l.Close() }()
+	w := &cleanWorkload{batches: map[int64]BatchHeader{}, pidLast: map[int64]int64{}}
+	runKeyedWorkload(t, l, clk, rng, 300, 40, w)
+	st, err := l.Clean(context.Background(), CleanOptions{UpTo: l.EndOffset()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSegmentIndexes(t, l)
+	hs, _ := readAllBatches(t, l)
+	// A surviving batch in the middle of the cleaned part.
+	var cut int64
+	for _, h := range hs {
+		if h.BaseOffset > st.CleanedTo/2 {
+			cut = h.BaseOffset
+			break
+		}
+	}
+	if cut == 0 || cut >= st.CleanedTo {
+		t.Fatalf("no batch to cut at below %d", st.CleanedTo)
+	}
+	if err := l.TruncateTo(cut); err != nil {
+		t.Fatal(err)
+	}
+	if l.FirstDirtyOffset() != cut || l.EndOffset() != cut {
+		t.Fatalf("after truncate: first dirty %d, end %d, want %d", l.FirstDirtyOffset(), l.EndOffset(), cut)
+	}
+	runKeyedWorkload(t, l, clk, rng, 50, 40, w)
+	before, _ := readAllBatches(t, l)
+	l.Close()
+	l = mustOpen(t, dir, cfg)
+	if after, _ := readAllBatches(t, l); !slices.EqualFunc(before, after, func(a, b BatchHeader) bool { return a == b }) {
+		t.Fatal("reopened log differs")
+	}
+	if _, err := l.Clean(context.Background(), CleanOptions{UpTo: l.EndOffset()}); err != nil {
+		t.Fatal(err)
+	}
+	checkSegmentIndexes(t, l)
+	readAllBatches(t, l)
 }
