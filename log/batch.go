@@ -76,6 +76,10 @@ const (
 	attrLogAppendTime   = 0x08
 	attrTransactional   = 0x10
 	attrControl         = 0x20
+	// attrDeleteHorizon says firstTimestamp holds the batch's delete
+	// horizon (set by the cleaner; see clean.go), not its first record's
+	// timestamp. Record timestamp deltas stay relative to the field.
+	attrDeleteHorizon = 0x40
 )
 
 // Compression codecs as stored in attributes bits 0-2.
@@ -160,7 +164,21 @@ func checkFraming(h BatchHeader, avail int) error {
 	if h.Compression() > CompressionZstd {
 		return fmt.Errorf("%w: unknown compression codec %d", ErrCorruptBatch, h.Compression())
 	}
-	if h.NumRecords <= 0 || h.LastOffsetDelta < 0 || int64(h.NumRecords) != int64(h.LastOffsetDelta)+1 {
+	// A stored batch may hold fewer records than its offset range: the
+	// cleaner removes records but keeps lastOffsetDelta, and keeps some
+	// batches with no record at all (see clean.go). Produced and
+	// replicated batches must be full (checkFull).
+	if h.NumRecords < 0 || h.LastOffsetDelta < 0 || int64(h.NumRecords) > int64(h.LastOffsetDelta)+1 {
+		return fmt.Errorf("%w: record count %d inconsistent with last offset delta %d",
+			ErrCorruptBatch, h.NumRecords, h.LastOffsetDelta)
+	}
+	return nil
+}
+
+// checkFull requires a batch to hold one record per offset of its range,
+// as every batch a producer sends does.
+func checkFull(h BatchHeader) error {
+	if h.NumRecords <= 0 || int64(h.NumRecords) != int64(h.LastOffsetDelta)+1 {
 		return fmt.Errorf("%w: record count %d inconsistent with last offset delta %d",
 			ErrCorruptBatch, h.NumRecords, h.LastOffsetDelta)
 	}
@@ -199,6 +217,9 @@ func ValidateBatches(records []byte) ([]BatchHeader, error) {
 		}
 		h := parseHeader(rest)
 		if err := checkFraming(h, len(rest)); err != nil {
+			return nil, err
+		}
+		if err := checkFull(h); err != nil {
 			return nil, err
 		}
 		rest = rest[h.Size():]

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/snappy"
@@ -99,3 +100,59 @@ func snappyBlock(dst, src []byte) ([]byte, error) {
 func forEachRecord(batch []byte, fn func(offset, ts int64) bool) error {
 	return ForEachRecord(batch, func(r Record) bool { return fn(r.Offset, r.Timestamp) })
 }
+
+// compress encodes records data with codec, as Kafka's producers frame it:
+// snappy in the xerial framing the Java client reads and writes, lz4 as an
+// LZ4 frame. The cleaner uses it to recompress the batches it rewrites.
+func compress(codec int8, data []byte) ([]byte, error) {
+	switch codec {
+	case CompressionNone:
+		return data, nil
+	case CompressionGzip:
+		var buf bytes.Buffer
+		w := gzip.NewWriter(&buf)
+		if _, err := w.Write(data); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	case CompressionSnappy:
+		const block = 32 << 10 // the Java client's default block size
+		out := append([]byte(nil), xerialMagic...)
+		out = binary.BigEndian.AppendUint32(out, 1) // version
+		out = binary.BigEndian.AppendUint32(out, 1) // compatible version
+		for rest := data; len(rest) > 0; {
+			n := min(len(rest), block)
+			enc := snappy.Encode(nil, rest[:n])
+			out = binary.BigEndian.AppendUint32(out, uint32(len(enc)))
+			out = append(out, enc...)
+			rest = rest[n:]
+		}
+		return out, nil
+	case CompressionLZ4:
+		var buf bytes.Buffer
+		w := lz4.NewWriter(&buf)
+		if _, err := w.Write(data); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	case CompressionZstd:
+		enc, err := zstdEncoder()
+		if err != nil {
+			return nil, err
+		}
+		return enc.EncodeAll(data, nil), nil
+	}
+	return nil, fmt.Errorf("unknown codec %d", codec)
+}
+
+// zstdEncoder is shared: EncodeAll may be called concurrently, and an
+// encoder is costly to set up.
+var zstdEncoder = sync.OnceValues(func() (*zstd.Encoder, error) {
+	return zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+})

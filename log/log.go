@@ -115,6 +115,12 @@ type Log struct {
 	closed   bool
 	failed   error // sticky storage failure; see ErrLogFailed
 
+	// cleanedTo is the cleaner checkpoint: offsets below it may have
+	// holes (see clean.go). Written under appendMu and mu.
+	cleanedTo int64
+	// cleanMu makes Cleans one at a time. It is taken before appendMu.
+	cleanMu sync.Mutex
+
 	scratch sync.Pool // *[]byte header scan buffers for Read
 
 	// appended counts the record bytes appended since Open; truncation

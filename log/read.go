@@ -92,7 +92,9 @@ func (l *Log) read(offset int64, maxBytes int, mode ReadMode, upTo int64, alloc 
 		return nil, nil
 	}
 	s := l.segs[i]
-	startPos := lookupIndex(s.idx.entries, uint32(offset-s.base))
+	// A cleaned log may hold offset in a hole before s's base; the read
+	// then starts at s's first batch.
+	startPos := lookupIndex(s.idx.entries, uint32(max(offset, s.base)-s.base))
 	limit := s.size
 	gen := s.gen.Load()
 	s.acquire()

@@ -33,6 +33,16 @@ import (
 //	storage failure during it): Reset's commit record. Open
 //	finishes the reset: it removes every segment, restarts the
 //	log empty at this offset and then removes the file.
+//
+// cleaner-checkpoint: the first dirty offset: every record below it was
+//
+//	deduplicated by a clean pass. Offsets below it may have holes
+//	(see continues). Missing means 0; unreadable fails Open.
+//
+// clean-swap:       present only while a clean pass swaps its segments
+//
+//	in (format in clean.go): the swap's commit record. Open
+//	finishes the swap before it lists the segments.
 const (
 	recoveryPointFile = "recovery-point"
 	logStartFile      = "log-start-offset"
@@ -76,6 +86,24 @@ func readResetMarker(fsys FS, dir string) (int64, bool, error) {
 	return v, true, nil
 }
 
+// readCleanerCheckpoint returns the cleaner checkpoint, 0 when there is
+// none. An unreadable one fails Open: taken as 0 it would make Open cut a
+// cleaned log at its first hole, and no other value is safe to guess.
+func readCleanerCheckpoint(fsys FS, dir string) (int64, error) {
+	b, err := readFile(fsys, filepath.Join(dir, cleanerCheckpointFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", cleanerCheckpointFile, err)
+	}
+	v, ok := parseCheckpoint(b)
+	if !ok {
+		return 0, fmt.Errorf("unreadable %s: %q", cleanerCheckpointFile, b)
+	}
+	return v, nil
+}
+
 // parseCheckpoint reads a checkpoint file. Its final newline is required:
 // a file cut short inside its number would otherwise read as a smaller one.
 func parseCheckpoint(b []byte) (int64, bool) {
@@ -108,9 +136,11 @@ func listSegments(fsys FS, dir string) ([]int64, error) {
 		if e.IsDir() {
 			continue
 		}
-		if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, deletedSuffix) {
-			// Half-written checkpoints, and files of segments that had
-			// left the log before the crash (see segment.trash).
+		if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, deletedSuffix) || strings.HasSuffix(name, cleanedSuffix) {
+			// Half-written checkpoints, files of segments that had
+			// left the log before the crash (see segment.trash), and
+			// of cleaned segments whose swap never committed (a
+			// committed one was finished before this).
 			fsys.Remove(filepath.Join(dir, name))
 			continue
 		}
@@ -148,6 +178,16 @@ func listSegments(fsys FS, dir string) ([]int64, error) {
 // rescanned otherwise.
 func (l *Log) recover() error {
 	lg := l.cfg.Logger.With("dir", l.dir)
+	if finished, err := finishCleanSwap(l.fsys, l.dir); err != nil {
+		return err
+	} else if finished {
+		lg.Warn("finished interrupted clean swap")
+	}
+	cleanedTo, err := readCleanerCheckpoint(l.fsys, l.dir)
+	if err != nil {
+		return err
+	}
+	l.cleanedTo = cleanedTo
 	bases, err := listSegments(l.fsys, l.dir)
 	if err != nil {
 		return err
@@ -215,6 +255,14 @@ func (l *Log) recover() error {
 			return err
 		}
 	}
+	if l.cleanedTo > l.end {
+		// The log lost what a clean had covered; holes are accepted
+		// only where the log still has them.
+		if err := writeCheckpoint(l.fsys, l.dir, cleanerCheckpointFile, l.end); err != nil {
+			return err
+		}
+		l.cleanedTo = l.end
+	}
 	// Truncations and rebuilt indexes become durable before the recovery
 	// point moves past them.
 	for _, s := range dirty {
@@ -262,7 +310,7 @@ func (l *Log) redoReset(bases []int64, resetTo int64) error {
 func (l *Log) openSegments(lg *slog.Logger, bases []int64, rp, nowMs int64) ([]*segment, error) {
 	var dirty []*segment
 	for i, base := range bases {
-		if i > 0 && base != l.segs[i-1].next {
+		if i > 0 && !continues(l.segs[i-1].next, base, l.cleanedTo) {
 			// Offsets must be contiguous across segments: the previous
 			// segment lost its tail (a torn or damaged batch), or this
 			// one outlived a truncation. Segments after a gap are never
@@ -290,13 +338,13 @@ func (l *Log) openSegments(lg *slog.Logger, bases []int64, rp, nowMs int64) ([]*
 		}
 		scan := last || bases[i+1] > rp
 		if !scan {
-			if err := s.loadIndexes(st.Size(), end); err != nil {
+			if err := s.loadIndexes(st.Size(), end, l.cleanedTo); err != nil {
 				lg.Warn("rebuilding segment indexes", "segment", base, "reason", err)
 				scan = true
 			}
 		}
 		if scan {
-			truncated, err := s.scanAndRebuild(st.Size(), l.cfg.IndexIntervalBytes, end, nowMs)
+			truncated, err := s.scanAndRebuild(st.Size(), l.cfg.IndexIntervalBytes, end, nowMs, l.cleanedTo)
 			if err != nil {
 				return nil, err
 			}
@@ -319,7 +367,7 @@ func (l *Log) openSegments(lg *slog.Logger, bases []int64, rp, nowMs int64) ([]*
 // log keeps segments contiguous, so a sealed segment that does not end
 // exactly there holds bytes that are not its own, such as a well-framed
 // batch appended by damage, which only a full scan can tell from the rest.
-func (s *segment) loadIndexes(size, end int64) error {
+func (s *segment) loadIndexes(size, end, holesBelow int64) error {
 	b, err := readFile(s.fsys, segmentName(s.dir, s.base, extIndex))
 	if err != nil {
 		return err
@@ -343,10 +391,10 @@ func (s *segment) loadIndexes(size, end int64) error {
 		if err != nil {
 			return err
 		}
-		if first && h.BaseOffset != wantBase {
+		if first && (h.BaseOffset != wantBase && (len(es) > 0 || !continues(wantBase, h.BaseOffset, holesBelow))) {
 			return fmt.Errorf("%w: last entry points at offset %d, want %d", errInsaneIndex, h.BaseOffset, wantBase)
 		}
-		if !first && h.BaseOffset != next {
+		if !first && !continues(next, h.BaseOffset, holesBelow) {
 			return fmt.Errorf("%w: batch at offset %d follows one ending at %d", errInsaneIndex, h.BaseOffset, next-1)
 		}
 		if h.MaxTimestamp > maxTs {
@@ -357,7 +405,7 @@ func (s *segment) loadIndexes(size, end int64) error {
 	if size == 0 || !s.relOffsetFits(next-1) {
 		return fmt.Errorf("%w: empty or oversized sealed segment", errInsaneIndex)
 	}
-	if next != end {
+	if !continues(next, end, holesBelow) {
 		return fmt.Errorf("%w: sealed segment ends at offset %d, the next one starts at %d", errInsaneIndex, next, end)
 	}
 	tb, err := readFile(s.fsys, segmentName(s.dir, s.base, extTimeIndex))
@@ -382,7 +430,7 @@ func (s *segment) loadIndexes(size, end int64) error {
 // operation keeps segments contiguous, so a segment never holds offsets at
 // or past the next one's base: a batch there, even a valid one, is damage
 // (a stray copy appended), and cutting it keeps the next segment.
-func (s *segment) scanAndRebuild(size int64, interval int, end, nowMs int64) (truncated bool, err error) {
+func (s *segment) scanAndRebuild(size int64, interval int, end, nowMs, holesBelow int64) (truncated bool, err error) {
 	sealed := end >= 0
 	sc := batchScanner{f: s.log, limit: size, whole: true, buf: make([]byte, min(size, recoveryChunk))}
 	x := indexer{base: s.base, interval: interval, maxTs: -1, offMaxTs: -1}
@@ -399,10 +447,11 @@ func (s *segment) scanAndRebuild(size int64, interval int, end, nowMs int64) (tr
 		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 			return false, err
 		}
-		// The log never leaves gaps between batches, and baseOffset is
-		// the one header field the CRC does not cover: a batch that does
-		// not continue its predecessor is damaged, even with a valid CRC.
-		if err != nil || h.BaseOffset != next || !s.relOffsetFits(h.LastOffset()) || (sealed && h.LastOffset() >= end) {
+		// The log never leaves gaps between batches (but for the
+		// cleaner's holes below holesBelow), and baseOffset is the one
+		// header field the CRC does not cover: a batch that does not
+		// continue its predecessor is damaged, even with a valid CRC.
+		if err != nil || !continues(next, h.BaseOffset, holesBelow) || !s.relOffsetFits(h.LastOffset()) || (sealed && h.LastOffset() >= end) {
 			break
 		}
 		if pos == 0 && h.MaxTimestamp >= 0 {
@@ -431,4 +480,14 @@ func (s *segment) scanAndRebuild(size int64, interval int, end, nowMs int64) (tr
 	s.idx.entries, s.tidx.entries = x.idx, x.tim
 	s.next, s.maxTs, s.offMaxTs, s.bytesSinceIndex = next, x.maxTs, x.offMaxTs, x.bytesSince
 	return truncated, nil
+}
+
+// continues reports whether a batch or segment starting at base may follow
+// one that ended just before next. The log never leaves gaps, except
+// where the cleaner removed batches: below the cleaner checkpoint
+// holesBelow a gap is accepted (base strictly past next, the whole gap
+// below the checkpoint). Everywhere else a batch that does not continue
+// its predecessor is damage, or a segment that outlived a truncation.
+func continues(next, base, holesBelow int64) bool {
+	return base == next || (base > next && base <= holesBelow)
 }

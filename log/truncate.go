@@ -50,6 +50,11 @@ func (l *Log) TruncateTo(offset int64) error {
 	inPlace := k == i
 	wasSealed := k < len(l.segs)-1
 	dead := slices.Clone(l.segs[k+1:])
+	// Before the commit, so that Open never accepts a hole at or past
+	// the new end (see lowerCleanedTo).
+	if err := l.lowerCleanedTo(offset); err != nil {
+		return err
+	}
 
 	// Readers see the cut before any byte changes on disk; those pinned
 	// earlier notice the generation bump and start over.
@@ -177,6 +182,9 @@ func (l *Log) Reset(startOffset int64) error {
 	//  5. reset-to is removed and the directory fsynced. Only now may the
 	//     log be appended to: a marker surviving a later crash would make
 	//     Open discard those appends.
+	if err := l.lowerCleanedTo(startOffset); err != nil {
+		return err
+	}
 	if err := writeCheckpoint(l.fsys, l.dir, resetFile, startOffset); err != nil {
 		return l.fail(fmt.Errorf("write %s: %w", resetFile, err))
 	}

@@ -120,12 +120,20 @@ func stateOf(tb testing.TB, l *Log) logState {
 		if err != nil {
 			tb.Fatalf("Read(%d): %v", off, err)
 		}
-		hs, err := ValidateBatches(b)
-		if err != nil {
-			tb.Fatalf("Read(%d) returned invalid batches: %v", off, err)
+		// Stored batches, not produced ones: a cleaned batch may hold
+		// fewer records than its offset range.
+		if len(b) == 0 {
+			tb.Fatalf("Read(%d) returned nothing before the end %d", off, st.end)
+		}
+		for rest := b; len(rest) > 0; {
+			h, err := checkBatch(rest)
+			if err != nil {
+				tb.Fatalf("Read(%d) returned invalid batches: %v", off, err)
+			}
+			rest = rest[h.Size():]
+			off = h.LastOffset() + 1
 		}
 		st.raw = append(st.raw, b...)
-		off = hs[len(hs)-1].LastOffset() + 1
 	}
 	return st
 }

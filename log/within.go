@@ -25,7 +25,12 @@ import "encoding/binary"
 //     offset of records.
 //
 // Records of every batch below upTo are committed and never change, which
-// is what makes the earlier bytes the right ones.
+// is what makes the earlier bytes the right ones. The cleaner is the one
+// exception: should a clean run between the two reads, the earlier bytes
+// are the uncleaned form of what Read now returns (every record Read
+// returns, at the same offsets, plus records cleaned since), which is
+// still a valid answer for a fetch, as Kafka fetches may or may not see
+// a clean. Holes in a cleaned log's offsets keep both assumptions above.
 func Within(records []byte, offset int64, maxBytes int, mode ReadMode, upTo int64) (start, end int, ok bool) {
 	if offset >= upTo || len(records) < batchHeaderLen {
 		return 0, 0, false

@@ -1,0 +1,869 @@
+package log
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Log compaction (Kafka's log cleaner, cleanup.policy=compact).
+//
+// A pass builds a map key -> latest offset over the dirty section, from
+// the first dirty offset (the cleaner checkpoint) up to the cleanable end,
+// and then rewrites every closed segment from the start of the log up to
+// where the map reached, keeping for each key only its latest record:
+//
+//   - every surviving record keeps its offset; a rewritten batch keeps its
+//     base offset, lastOffsetDelta, leader epoch, producer id and epoch,
+//     base sequence, maxTimestamp and attributes, is recompressed with its
+//     own codec and gets a new CRC. Batches with nothing to drop are copied
+//     byte for byte.
+//   - records without a key are kept: the produce path of a compacted
+//     topic refuses them, so any found were written before the topic was
+//     compacted, and the cleaner has nothing to deduplicate them by.
+//   - a tombstone (a key with a null value) that is its key's latest
+//     record stays until its delete horizon has passed. The horizon is
+//     Kafka's (KIP-534): the first pass that keeps a batch holding a
+//     tombstone sets attributes bit 6 and stores now+DeleteRetention in
+//     the batch's firstTimestamp, rewriting the records' timestamp deltas
+//     so that every record keeps its timestamp; a pass at a time past
+//     the horizon drops the tombstones (strictly past, so that the
+//     passes of one Clean, which share a clock reading, agree even with
+//     a zero DeleteRetention). The horizon travels with the batch
+//     (across regrouped segments and to replicas), so no per-segment
+//     state is needed. Those two header fields are the only ones the
+//     cleaner changes.
+//   - a batch left with no record is dropped, except the last data batch
+//     of each producer id in the log, which is kept with no records
+//     (header only, lastOffsetDelta unchanged) so that the producer's
+//     sequence state survives a reload. Control batches (transaction
+//     markers) are kept whole and transactional batches are treated as
+//     any other; removing aborted data and markers belongs to
+//     transaction support.
+//
+// What was cleaned is never touched again except by later passes, and the
+// log start offset never moves. The active segment, and every segment at
+// or past CleanOptions.UpTo or holding records younger than
+// MinCompactionLag, is never read or rewritten. Consecutive rewritten
+// segments are grouped into one while their old sizes add up to at most
+// SegmentBytes; the group's segment keeps the first one's base offset.
+//
+// A dirty section holding more distinct keys than DedupeBufferBytes
+// allows is cleaned in several passes: each map stops at a batch
+// boundary, the pass cleans the log up to there and the next one carries
+// on from it. The result is the same set of records as one pass.
+//
+// Offsets in a cleaned log have holes: between batches, inside batches
+// (recordCount below lastOffsetDelta+1) and between segments. Open
+// accepts holes only below the cleaner checkpoint (see recovery.go); the
+// rest of the log keeps its contiguity check.
+//
+// The swap of cleaned segments is one commit, the clean-swap file:
+//
+//  1. The new segments are written under <name>.cleaned (log and both
+//     indexes), fsynced, and the directory fsynced. A crash now leaves
+//     only .cleaned files, which Open removes: the old log.
+//  2. clean-swap is written atomically (commit point). It names the old
+//     and the new base offsets and the new cleaner checkpoint.
+//  3. The old segments are renamed to .deleted (readers keep reading
+//     them), the .cleaned files renamed into place, the directory
+//     fsynced; the in-memory segment list is switched.
+//  4. cleaner-checkpoint is written, then clean-swap removed durably.
+//
+// Open finding clean-swap redoes steps 3 and 4 (renaming whatever .cleaned
+// files are left, removing old segments that are not also new ones), so
+// after a crash the log is the old one or the new one, never a mix.
+
+// CleanOptions configures one Clean call. The zero values of the
+// optional fields are Kafka's defaults or "off".
+type CleanOptions struct {
+	// UpTo bounds what may be cleaned: only segments lying wholly below
+	// it are, so the bound is in effect rounded down to a segment base.
+	// Callers pass min(high watermark, last stable offset); the active
+	// segment is never cleaned whatever UpTo says.
+	UpTo int64
+	// MinCompactionLag keeps segments holding a batch whose
+	// maxTimestamp is newer than now minus this uncleaned, and every
+	// segment after the first such one (min.compaction.lag.ms).
+	MinCompactionLag time.Duration
+	// DeleteRetention is how long a tombstone survives after the first
+	// pass that kept it (delete.retention.ms).
+	DeleteRetention time.Duration
+	// DedupeBufferBytes bounds the memory of the key -> offset map
+	// (log.cleaner.dedupe.buffer.size); 0 means 128 MiB. Each distinct
+	// key costs about 48 bytes.
+	DedupeBufferBytes int64
+	// IOBytesPerSecond throttles reads and writes together
+	// (log.cleaner.io.max.bytes.per.second); 0 means unthrottled.
+	IOBytesPerSecond int64
+	// Now is the clock for MinCompactionLag and DeleteRetention; nil
+	// means the log's Config.Now.
+	Now func() time.Time
+}
+
+// CleanStats describes what Clean did.
+type CleanStats struct {
+	Passes                  int   // passes that swapped segments in
+	FirstDirty              int64 // cleaner checkpoint before
+	CleanedTo               int64 // cleaner checkpoint after
+	BytesRead, BytesWritten int64 // segment bytes read and written
+	SegmentsRead            int   // old segments replaced
+	SegmentsWritten         int   // new segments swapped in
+	RecordsRemoved          int64 // superseded records and expired tombstones
+	TombstonesRemoved       int64 // of RecordsRemoved, expired tombstones
+	BatchesRemoved          int64 // batches left empty and dropped
+	EmptyBatchesKept        int64 // emptied batches kept for their producer
+}
+
+// CleanableBytes splits the cleanable part of the log (closed segments
+// below the bound) at the first dirty offset, for the caller's
+// min.cleanable.dirty.ratio decision. A segment holding the first dirty
+// offset counts as dirty.
+type CleanableBytes struct {
+	FirstDirty   int64 // where the next pass starts deduplicating
+	CleanableEnd int64 // first offset a clean with these options leaves alone
+	Clean, Dirty int64 // bytes of segments below and from FirstDirty
+}
+
+// DirtyRatio is Dirty / (Clean + Dirty), 0 for nothing cleanable.
+func (c CleanableBytes) DirtyRatio() float64 {
+	if c.Clean+c.Dirty == 0 {
+		return 0
+	}
+	return float64(c.Dirty) / float64(c.Clean+c.Dirty)
+}
+
+// ErrCleanAborted is returned by Clean when TruncateTo, Reset or
+// retention changed the segments a pass was cleaning: the pass's output is
+// discarded and the log is as before it. Calling Clean again is safe.
+var ErrCleanAborted = errors.New("log: clean aborted: segments changed meanwhile")
+
+const (
+	cleanerCheckpointFile = "cleaner-checkpoint"
+	cleanSwapFile         = "clean-swap"
+	cleanedSuffix         = ".cleaned"
+
+	defaultDedupeBufferBytes = 128 << 20
+)
+
+func (o CleanOptions) normalized(cfg Config) CleanOptions {
+	if o.DedupeBufferBytes <= 0 {
+		o.DedupeBufferBytes = defaultDedupeBufferBytes
+	}
+	if o.Now == nil {
+		o.Now = cfg.Now
+	}
+	return o
+}
+
+// FirstDirtyOffset is the persisted cleaner checkpoint: every record
+// below it was deduplicated by some pass (or lies below the log start).
+func (l *Log) FirstDirtyOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return max(l.cleanedTo, l.logStart)
+}
+
+// cleanableCount returns how many leading segments a clean with o may
+// touch: closed, wholly below o.UpTo, and (with a lag) each no younger
+// than the lag. Caller holds mu.
+func (l *Log) cleanableCount(o CleanOptions, nowMs int64) int {
+	lagMs := o.MinCompactionLag.Milliseconds()
+	n := 0
+	for n < len(l.segs)-1 && l.segs[n+1].base <= o.UpTo &&
+		(lagMs <= 0 || l.segs[n].maxTs <= nowMs-lagMs) {
+		n++
+	}
+	return n
+}
+
+// Cleanable reports the clean and dirty bytes a Clean with opts would
+// consider.
+func (l *Log) Cleanable(opts CleanOptions) (CleanableBytes, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return CleanableBytes{}, ErrClosed
+	}
+	o := opts.normalized(l.cfg)
+	k := l.cleanableCount(o, o.Now().UnixMilli())
+	first := max(l.cleanedTo, l.logStart)
+	c := CleanableBytes{FirstDirty: first, CleanableEnd: l.segs[k].base}
+	for i := range k {
+		if l.segs[i+1].base <= first {
+			c.Clean += l.segs[i].size
+		} else {
+			c.Dirty += l.segs[i].size
+		}
+	}
+	c.FirstDirty = min(c.FirstDirty, c.CleanableEnd)
+	return c, nil
+}
+
+// Clean compacts the closed segments below opts.UpTo, in as many passes
+// as the dedupe buffer needs, and returns when the cleanable section is
+// clean, ctx is done or an error occurs. Appends, reads and Sync go on
+// meanwhile; each pass takes the log's write lock only to swap its
+// segments in. One Clean runs at a time per log. An error from the
+// swap's commit onwards is sticky (ErrLogFailed); Open then finishes the
+// swap.
+func (l *Log) Clean(ctx context.Context, opts CleanOptions) (CleanStats, error) {
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
+	cfg, err := l.writable()
+	if err != nil {
+		return CleanStats{}, err
+	}
+	o := opts.normalized(cfg)
+	st := CleanStats{FirstDirty: l.FirstDirtyOffset()}
+	st.CleanedTo = st.FirstDirty
+	th := throttle{rate: o.IOBytesPerSecond, start: time.Now()}
+	// One clock reading for every pass: they then agree on which
+	// tombstones are past their horizon and on the compaction lag.
+	nowMs := o.Now().UnixMilli()
+	for {
+		more, err := l.cleanPass(ctx, o, nowMs, &st, &th)
+		if err != nil || !more {
+			return st, err
+		}
+	}
+}
+
+// throttle paces the cleaner's I/O to rate bytes per second.
+type throttle struct {
+	rate  int64
+	start time.Time
+	done  int64
+}
+
+func (t *throttle) add(ctx context.Context, n int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if t.rate <= 0 {
+		return nil
+	}
+	t.done += int64(n)
+	want := time.Duration(float64(t.done) / float64(t.rate) * float64(time.Second))
+	if d := want - time.Since(t.start); d > 0 {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+		}
+	}
+	return nil
+}
+
+// cleanPass runs one pass; more reports that the map stopped short of
+// the cleanable end, so another pass has work.
+func (l *Log) cleanPass(ctx context.Context, o CleanOptions, nowMs int64, st *CleanStats, th *throttle) (more bool, err error) {
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return false, ErrClosed
+	}
+	k := l.cleanableCount(o, nowMs)
+	first := max(l.cleanedTo, l.logStart)
+	cleanEnd := l.segs[k].base
+	if k == 0 || first >= cleanEnd {
+		l.mu.RUnlock()
+		return false, nil
+	}
+	segs := slices.Clone(l.segs[:k])
+	gens := make([]uint64, k)
+	sizes := make([]int64, k)
+	for i, s := range segs {
+		gens[i], sizes[i] = s.gen.Load(), s.size
+		s.acquire()
+	}
+	ends := make([]int64, k) // where each segment's offset range ends
+	for i := range k {
+		ends[i] = l.segs[i+1].base
+	}
+	cfg := l.cfg
+	l.mu.RUnlock()
+	defer releaseAll(segs)
+
+	buf := make([]byte, 1<<20)
+	pidLast := map[int64]int64{}
+	notePID := func(h BatchHeader) {
+		if h.ProducerID >= 0 && !h.IsControl() {
+			pidLast[h.ProducerID] = max(pidLast[h.ProducerID], h.LastOffset())
+		}
+	}
+
+	// The map over [first, passEnd).
+	m := newOffsetMap(o.DedupeBufferBytes)
+	passEnd := cleanEnd
+scan:
+	for i, s := range segs {
+		if ends[i] <= first {
+			// Clean section: only the producers' last batches matter.
+			sc := batchScanner{f: s.log, limit: sizes[i], buf: buf}
+			for {
+				h, _, _, err := sc.next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					return false, readErr(s, err)
+				}
+				notePID(h)
+			}
+			buf = sc.buf
+			continue
+		}
+		sc := batchScanner{f: s.log, limit: sizes[i], whole: true, buf: buf}
+		for {
+			h, _, b, err := sc.next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return false, readErr(s, err)
+			}
+			if h.LastOffset() < first {
+				notePID(h)
+				continue
+			}
+			if h.IsControl() {
+				notePID(h)
+				continue
+			}
+			if m.len() > 0 && !m.room(int(h.NumRecords)) {
+				passEnd = h.BaseOffset
+				buf = sc.buf
+				break scan
+			}
+			notePID(h)
+			data, err := decompressInto(h, b)
+			if err != nil {
+				return false, fmt.Errorf("log: clean: segment %d: %w", s.base, err)
+			}
+			for range h.NumRecords {
+				r, rest, err := parseRawRecord(data)
+				if err != nil {
+					return false, fmt.Errorf("%w: clean: batch %d: %v", ErrCorruptBatch, h.BaseOffset, err)
+				}
+				data = rest
+				if off := h.BaseOffset + r.offDelta; r.hasKey && off >= first {
+					m.put(r.key, off)
+				}
+			}
+			if err := th.add(ctx, h.Size()); err != nil {
+				return false, err
+			}
+		}
+		buf = sc.buf
+	}
+	// Producers' later batches, past the map.
+	if err := l.Batches(max(passEnd, l.LogStartOffset()), func(h BatchHeader) bool { notePID(h); return true }); err != nil {
+		return false, fmt.Errorf("log: clean: %w", err)
+	}
+
+	// Rewrite segments from the start up to passEnd, in groups.
+	n := 0
+	for n < k && segs[n].base < passEnd {
+		n++
+	}
+	f := batchFilter{m: m, passEnd: passEnd, pidLast: pidLast, nowMs: nowMs, horizonMs: nowMs + o.DeleteRetention.Milliseconds()}
+	var neu []*segment
+	abort := func() {
+		for _, s := range neu {
+			s.closeFiles()
+			for _, ext := range []string{extLog, extIndex, extTimeIndex} {
+				l.fsys.Remove(segmentName(l.dir, s.base, ext) + cleanedSuffix)
+			}
+		}
+	}
+	for g := 0; g < n; {
+		h := g + 1
+		total := sizes[g]
+		for h < n && total+sizes[h] <= cfg.SegmentBytes && ends[h]-1-segs[g].base <= math.MaxUint32 {
+			total += sizes[h]
+			h++
+		}
+		s, err := l.writeCleaned(ctx, segs[g:h], sizes[g:h], &f, cfg.IndexIntervalBytes, buf, st, th)
+		if err != nil {
+			if s != nil {
+				neu = append(neu, s)
+			}
+			abort()
+			return false, err
+		}
+		if s.size > 0 || g == 0 {
+			// The first segment stays even if empty: its base offset
+			// is the log's start when no log-start-offset was written.
+			neu = append(neu, s)
+		} else {
+			s.closeFiles()
+			for _, ext := range []string{extLog, extIndex, extTimeIndex} {
+				l.fsys.Remove(segmentName(l.dir, s.base, ext) + cleanedSuffix)
+			}
+		}
+		g = h
+	}
+	if err := syncDir(l.fsys, l.dir); err != nil {
+		abort()
+		return false, fmt.Errorf("log: clean: fsync %s: %w", l.dir, err)
+	}
+	if committed, err := l.swapCleaned(segs[:n], gens[:n], sizes[:n], neu, passEnd); err != nil {
+		if !committed {
+			abort()
+		}
+		return false, err
+	}
+	st.Passes++
+	st.CleanedTo = passEnd
+	st.SegmentsRead += n
+	st.SegmentsWritten += len(neu)
+	for _, s := range neu {
+		st.BytesWritten += s.size
+	}
+	return passEnd < cleanEnd, nil
+}
+
+// writeCleaned writes the cleaned copy of group (consecutive segments)
+// as one new segment under .cleaned names, fsynced. The returned segment
+// holds its open files and published state; it is not in the log yet.
+func (l *Log) writeCleaned(ctx context.Context, group []*segment, sizes []int64, f *batchFilter, interval int, buf []byte, st *CleanStats, th *throttle) (*segment, error) {
+	base := group[0].base
+	s := newSegment(l.fsys, l.dir, base)
+	var err error
+	flag := os.O_RDWR | os.O_CREATE | os.O_TRUNC
+	if s.log, err = l.fsys.OpenFile(segmentName(l.dir, base, extLog)+cleanedSuffix, flag, 0o644); err != nil {
+		return nil, fmt.Errorf("log: clean: %w", err)
+	}
+	if s.idx.f, err = l.fsys.OpenFile(segmentName(l.dir, base, extIndex)+cleanedSuffix, flag, 0o644); err != nil {
+		return s, fmt.Errorf("log: clean: %w", err)
+	}
+	if s.tidx.f, err = l.fsys.OpenFile(segmentName(l.dir, base, extTimeIndex)+cleanedSuffix, flag, 0o644); err != nil {
+		return s, fmt.Errorf("log: clean: %w", err)
+	}
+	x := indexer{base: base, interval: interval, maxTs: -1, offMaxTs: -1}
+	var out []byte
+	var pos int64
+	next := base
+	flush := func() error {
+		if len(out) == 0 {
+			return nil
+		}
+		if _, err := s.log.WriteAt(out, pos); err != nil {
+			return err
+		}
+		if err := th.add(ctx, len(out)); err != nil {
+			return err
+		}
+		pos += int64(len(out))
+		out = out[:0]
+		return nil
+	}
+	for i, old := range group {
+		sc := batchScanner{f: old.log, limit: sizes[i], whole: true, buf: buf}
+		for {
+			h, _, b, err := sc.next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return s, readErr(old, err)
+			}
+			if err := th.add(ctx, h.Size()); err != nil {
+				return s, err
+			}
+			if old.base >= f.passEnd || h.BaseOffset >= f.passEnd {
+				// Past the map: copied as it is.
+				out = append(out, b...)
+			} else {
+				before := len(out)
+				if out, err = f.filter(out, b, h, st); err != nil {
+					return s, fmt.Errorf("log: clean: segment %d: %w", old.base, err)
+				}
+				st.BytesRead += int64(h.Size())
+				if len(out) == before {
+					continue
+				}
+				h = parseHeader(out[before:])
+			}
+			x.add(h, pos+int64(len(out)-h.Size()))
+			next = h.LastOffset() + 1
+			if len(out) >= 1<<20 {
+				if err := flush(); err != nil {
+					return s, fmt.Errorf("log: clean: write segment %d: %w", base, err)
+				}
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return s, fmt.Errorf("log: clean: write segment %d: %w", base, err)
+	}
+	x.maybeTime()
+	if err := writeIndexFile(s.idx.f, offsetIndexMagc, encodeIndexEntries(nil, base, x.idx)); err != nil {
+		return s, fmt.Errorf("log: clean: write index %d: %w", base, err)
+	}
+	if err := writeTimeIndexFile(s.tidx.f, base, true, x.tim); err != nil {
+		return s, fmt.Errorf("log: clean: write time index %d: %w", base, err)
+	}
+	if err := s.sync(); err != nil {
+		return s, fmt.Errorf("log: clean: fsync segment %d: %w", base, err)
+	}
+	s.idx.entries, s.tidx.entries = x.idx, x.tim
+	s.size, s.next, s.maxTs, s.offMaxTs, s.bytesSinceIndex = pos, next, x.maxTs, x.offMaxTs, x.bytesSince
+	return s, nil
+}
+
+// swapCleaned replaces the leading segments old (as pinned: gens and
+// sizes) by neu and advances the cleaner checkpoint to cleanedTo, in the
+// order described at the top of this file. committed reports whether the
+// commit record may be on disk: before it, nothing changed (the error is
+// ErrCleanAborted or the log's state); from it on, errors are sticky.
+func (l *Log) swapCleaned(old []*segment, gens []uint64, sizes []int64, neu []*segment, cleanedTo int64) (committed bool, err error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if _, err := l.writable(); err != nil {
+		return false, err
+	}
+	// The writer is the only mutator, so reading segs without mu is safe.
+	if len(l.segs) <= len(old) {
+		return false, ErrCleanAborted
+	}
+	for i, s := range old {
+		if l.segs[i] != s || s.gen.Load() != gens[i] || s.size != sizes[i] {
+			return false, ErrCleanAborted
+		}
+	}
+	oldBases := make([]int64, len(old))
+	for i, s := range old {
+		oldBases[i] = s.base
+	}
+	newBases := make([]int64, len(neu))
+	for i, s := range neu {
+		newBases[i] = s.base
+	}
+	if err := writeSwapMarker(l.fsys, l.dir, cleanedTo, oldBases, newBases); err != nil {
+		// The rename may have become durable even if the fsync failed.
+		return true, l.fail(fmt.Errorf("write %s: %w", cleanSwapFile, err))
+	}
+	for _, s := range old {
+		if err := s.trash(); err != nil {
+			return true, l.fail(fmt.Errorf("clean: remove segment %d: %w", s.base, err))
+		}
+	}
+	for _, s := range neu {
+		for _, ext := range []string{extLog, extIndex, extTimeIndex} {
+			name := segmentName(l.dir, s.base, ext)
+			if err := l.fsys.Rename(name+cleanedSuffix, name); err != nil {
+				return true, l.fail(fmt.Errorf("clean: install segment %d: %w", s.base, err))
+			}
+		}
+	}
+	if err := syncDir(l.fsys, l.dir); err != nil {
+		return true, l.fail(fmt.Errorf("clean: fsync %s: %w", l.dir, err))
+	}
+	l.mu.Lock()
+	rest := l.segs[len(old):]
+	l.segs = append(slices.Clone(neu), rest...)
+	for _, s := range old {
+		l.size -= s.size
+	}
+	for _, s := range neu {
+		l.size += s.size
+	}
+	l.cleanedTo = cleanedTo
+	l.mu.Unlock()
+	for _, s := range old {
+		s.deleted.Store(true)
+		s.release()
+	}
+	if err := writeCheckpoint(l.fsys, l.dir, cleanerCheckpointFile, cleanedTo); err != nil {
+		return true, l.fail(fmt.Errorf("write %s: %w", cleanerCheckpointFile, err))
+	}
+	if err := removeFileDurably(l.fsys, l.dir, cleanSwapFile); err != nil {
+		return true, l.fail(fmt.Errorf("remove %s: %w", cleanSwapFile, err))
+	}
+	return true, nil
+}
+
+// lowerCleanedTo moves the cleaner checkpoint down to offset before
+// TruncateTo or Reset commits a log that ends (or starts) there: the
+// holes Open accepts below the checkpoint must not include offsets the
+// log will write again. Caller holds appendMu.
+func (l *Log) lowerCleanedTo(offset int64) error {
+	if offset >= l.cleanedTo {
+		return nil
+	}
+	if err := writeCheckpoint(l.fsys, l.dir, cleanerCheckpointFile, offset); err != nil {
+		return fmt.Errorf("log: write %s: %w", cleanerCheckpointFile, err)
+	}
+	l.mu.Lock()
+	l.cleanedTo = offset
+	l.mu.Unlock()
+	return nil
+}
+
+// The clean-swap file, written atomically like the checkpoints:
+//
+//	line 1: format version, "0"
+//	line 2: cleaner checkpoint after the swap, decimal
+//	line 3: base offsets of the replaced segments, space separated
+//	line 4: base offsets of the new segments, space separated
+//
+// The final newline is required.
+func writeSwapMarker(fsys FS, dir string, cleanedTo int64, oldBases, newBases []int64) error {
+	var b strings.Builder
+	b.WriteString(checkpointVersion + "\n" + strconv.FormatInt(cleanedTo, 10) + "\n")
+	for _, bases := range [][]int64{oldBases, newBases} {
+		for i, base := range bases {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(strconv.FormatInt(base, 10))
+		}
+		b.WriteByte('\n')
+	}
+	return WriteFileAtomic(fsys, filepath.Join(dir, cleanSwapFile), []byte(b.String()))
+}
+
+func parseSwapMarker(b []byte) (cleanedTo int64, oldBases, newBases []int64, ok bool) {
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		return 0, nil, nil, false
+	}
+	lines := strings.Split(string(b[:len(b)-1]), "\n")
+	if len(lines) != 4 || lines[0] != checkpointVersion {
+		return 0, nil, nil, false
+	}
+	cleanedTo, err := strconv.ParseInt(lines[1], 10, 64)
+	if err != nil || cleanedTo < 0 {
+		return 0, nil, nil, false
+	}
+	parse := func(s string) ([]int64, bool) {
+		var out []int64
+		for _, f := range strings.Fields(s) {
+			v, err := strconv.ParseInt(f, 10, 64)
+			if err != nil || v < 0 {
+				return nil, false
+			}
+			out = append(out, v)
+		}
+		return out, len(out) > 0
+	}
+	var ok1, ok2 bool
+	oldBases, ok1 = parse(lines[2])
+	newBases, ok2 = parse(lines[3])
+	return cleanedTo, oldBases, newBases, ok1 && ok2
+}
+
+// finishCleanSwap redoes steps 3 and 4 of a committed swap found at Open.
+// Like a pending reset, an unreadable clean-swap fails Open: ignoring it
+// could mix old and new segments.
+func finishCleanSwap(fsys FS, dir string) (bool, error) {
+	b, err := readFile(fsys, filepath.Join(dir, cleanSwapFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", cleanSwapFile, err)
+	}
+	cleanedTo, oldBases, newBases, ok := parseSwapMarker(b)
+	if !ok {
+		return false, fmt.Errorf("unreadable %s: %q", cleanSwapFile, b)
+	}
+	for _, base := range oldBases {
+		if !slices.Contains(newBases, base) {
+			if err := newSegment(fsys, dir, base).removeFiles(); err != nil {
+				return false, err
+			}
+		}
+	}
+	for _, base := range newBases {
+		for _, ext := range []string{extLog, extIndex, extTimeIndex} {
+			name := segmentName(dir, base, ext)
+			if err := fsys.Rename(name+cleanedSuffix, name); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return false, err
+			}
+		}
+	}
+	if err := syncDir(fsys, dir); err != nil {
+		return false, err
+	}
+	if err := writeCheckpoint(fsys, dir, cleanerCheckpointFile, cleanedTo); err != nil {
+		return false, err
+	}
+	return true, removeFileDurably(fsys, dir, cleanSwapFile)
+}
+
+// batchFilter decides, record by record, what a pass keeps.
+type batchFilter struct {
+	m                *offsetMap
+	passEnd          int64           // records at or past it are kept
+	pidLast          map[int64]int64 // producer id -> last offset of its last data batch
+	nowMs, horizonMs int64
+	body             []byte // scratch
+}
+
+// filter appends the cleaned form of batch b (header h) to dst: b itself
+// when nothing changes, a rewritten batch, an empty one kept for its
+// producer, or nothing.
+func (f *batchFilter) filter(dst, b []byte, h BatchHeader, st *CleanStats) ([]byte, error) {
+	if h.IsControl() {
+		return append(dst, b...), nil
+	}
+	data := b[batchHeaderLen:h.Size()]
+	if h.Compression() != CompressionNone {
+		var err error
+		if data, err = decompressInto(h, b); err != nil {
+			return dst, err
+		}
+	}
+	hasHorizon := h.Attributes&attrDeleteHorizon != 0
+	type kept struct{ raw, body []byte }
+	var keep []kept
+	dropped, tombstones := 0, 0
+	for range h.NumRecords {
+		r, rest, err := parseRawRecord(data)
+		if err != nil {
+			return dst, fmt.Errorf("%w: batch %d: %v", ErrCorruptBatch, h.BaseOffset, err)
+		}
+		data = rest
+		off := h.BaseOffset + r.offDelta
+		if off < f.passEnd && r.hasKey {
+			if latest, ok := f.m.get(r.key); ok && latest > off {
+				dropped++
+				continue
+			}
+			if r.value == nil {
+				if hasHorizon && f.nowMs > h.FirstTimestamp {
+					dropped++
+					st.TombstonesRemoved++
+					continue
+				}
+				tombstones++
+			}
+		}
+		keep = append(keep, kept{r.raw, r.body})
+	}
+	setHorizon := tombstones > 0 && !hasHorizon
+	if dropped == 0 && !setHorizon {
+		return append(dst, b...), nil
+	}
+	st.RecordsRemoved += int64(dropped)
+	if len(keep) == 0 {
+		if h.ProducerID < 0 || f.pidLast[h.ProducerID] != h.LastOffset() {
+			st.BatchesRemoved++
+			return dst, nil
+		}
+		st.EmptyBatchesKept++
+		start := len(dst)
+		dst = append(dst, b[:batchHeaderLen]...)
+		out := dst[start:]
+		binary.BigEndian.PutUint16(out[offAttributes:], uint16(h.Attributes&^attrCompressionMask))
+		binary.BigEndian.PutUint32(out[offRecordCount:], 0)
+		return finishBatch(dst, start), nil
+	}
+	body := f.body[:0]
+	for _, r := range keep {
+		if !setHorizon {
+			body = append(body, r.raw...)
+			continue
+		}
+		// Timestamp deltas become relative to the horizon.
+		tsDelta, n := binary.Varint(r.body[1:])
+		ts := h.FirstTimestamp + tsDelta
+		var rec [binary.MaxVarintLen64 + 1]byte
+		rec[0] = r.body[0]
+		m := 1 + binary.PutVarint(rec[1:], ts-f.horizonMs)
+		body = binary.AppendVarint(body, int64(m+len(r.body)-1-n))
+		body = append(body, rec[:m]...)
+		body = append(body, r.body[1+n:]...)
+	}
+	f.body = body
+	enc, err := compress(h.Compression(), body)
+	if err != nil {
+		return dst, err
+	}
+	start := len(dst)
+	dst = append(dst, b[:batchHeaderLen]...)
+	dst = append(dst, enc...)
+	out := dst[start:]
+	if setHorizon {
+		binary.BigEndian.PutUint16(out[offAttributes:], uint16(h.Attributes|attrDeleteHorizon))
+		binary.BigEndian.PutUint64(out[offFirstTimestamp:], uint64(f.horizonMs))
+	}
+	binary.BigEndian.PutUint32(out[offRecordCount:], uint32(len(keep)))
+	return finishBatch(dst, start), nil
+}
+
+// finishBatch sets the length and CRC of the batch at dst[start:].
+func finishBatch(dst []byte, start int) []byte {
+	out := dst[start:]
+	binary.BigEndian.PutUint32(out[offLength:], uint32(len(out)-batchPrefixLen))
+	binary.BigEndian.PutUint32(out[offCRC:], crc32.Checksum(out[offAttributes:], crcTable))
+	return dst
+}
+
+// decompressInto returns the records of batch b (its own bytes when
+// uncompressed).
+func decompressInto(h BatchHeader, b []byte) ([]byte, error) {
+	out, err := decompress(h.Compression(), b[batchHeaderLen:h.Size()])
+	if err != nil {
+		return nil, fmt.Errorf("%w: batch %d: %w", ErrCorruptBatch, h.BaseOffset, err)
+	}
+	return out, nil
+}
+
+// rawRecord is one record as stored: raw is the whole encoding (length
+// prefix included), body the part after the prefix (attributes first).
+type rawRecord struct {
+	raw, body  []byte
+	offDelta   int64
+	hasKey     bool
+	key, value []byte // value nil: null
+}
+
+func parseRawRecord(data []byte) (rawRecord, []byte, error) {
+	length, n := binary.Varint(data)
+	if n <= 0 || length < 1 || length > int64(len(data)-n) {
+		return rawRecord{}, nil, fmt.Errorf("bad record length")
+	}
+	r := rawRecord{raw: data[:n+int(length)], body: data[n : n+int(length)]}
+	rest := data[n+int(length):]
+	rec := r.body[1:]
+	var ok bool
+	if _, rec, ok = varint(rec); !ok {
+		return rawRecord{}, nil, fmt.Errorf("bad timestamp delta")
+	}
+	if r.offDelta, rec, ok = varint(rec); !ok {
+		return rawRecord{}, nil, fmt.Errorf("bad offset delta")
+	}
+	kl, rec, ok := varint(rec)
+	if !ok || kl < -1 || kl > int64(len(rec)) {
+		return rawRecord{}, nil, fmt.Errorf("bad key")
+	}
+	if kl >= 0 {
+		r.hasKey, r.key, rec = true, rec[:kl], rec[kl:]
+	}
+	vl, rec, ok := varint(rec)
+	if !ok || vl < -1 || vl > int64(len(rec)) {
+		return rawRecord{}, nil, fmt.Errorf("bad value")
+	}
+	if vl >= 0 {
+		r.value = rec[:vl:vl]
+		if r.value == nil {
+			r.value = []byte{}
+		}
+	}
+	return r, rest, nil
+}
