@@ -246,17 +246,20 @@ func (rs *Replicas) openReplica(t *Topic, index int32, cp controller.Partition, 
 // rather than for the fastest failover of one (docs/architecture.md,
 // "Many Raft groups"). hashicorp/raft runs them per group: an idle leader
 // heartbeats each follower every tenth to fifth of its heartbeat timeout
-// (0.8–1.6 s with the leader's 8 s); the node's transport lets a
+// (1.2–2.4 s with the leader's 12 s); the node's transport lets a
 // heartbeat wait up to 250 ms to share a frame with other groups'
 // (raft.Config's transport delay), and it carries the commit index to a
 // follower that has not learned it yet (raft/transport_commit.go), so an
 // idle follower's commit index, and the high watermark a follower fetch
-// sees, lags the leader's by at most about 2 s after produce stops (while
-// produce flows, every append carries it). hashicorp's own keep-alive, an
-// empty append every CommitTimeout–2×CommitTimeout, is thereby left only
-// as its retry of a follower that missed an append: every 4–8 s. The
-// heartbeats alone keep the leader's lease (2.5 s) and reach a follower
-// well within its heartbeat timeout (3 s). A follower that hears nothing
+// sees, lags the leader's by at most about 2.7 s after produce stops
+// (while produce flows, every append carries it). hashicorp's own
+// keep-alive, an empty append every CommitTimeout–2×CommitTimeout, is
+// thereby left only as its retry of a follower that missed an append:
+// every 4–8 s. The heartbeats alone keep the leader's lease (3 s, so that
+// a heartbeat delayed by its batch still renews it) and reach a follower
+// within its heartbeat timeout (3 s); one that times out anyway only
+// starts a pre-vote, which the replicas that still hear from the leader
+// refuse. A follower that hears nothing
 // for that long campaigns at its next check: a dead leader's partitions
 // are led elsewhere, as Metadata shows, within 12 s (3–9 s to notice,
 // then the votes, the new leader's barrier and its report to the
@@ -264,9 +267,9 @@ func (rs *Replicas) openReplica(t *Topic, index int32, cp controller.Partition, 
 // broker.session.timeout.ms, 9 s.
 const (
 	partitionHeartbeatTimeout       = 3 * time.Second
-	partitionLeaderHeartbeatTimeout = 8 * time.Second
+	partitionLeaderHeartbeatTimeout = 12 * time.Second
 	partitionElectionTimeout        = 3 * time.Second
-	partitionLeaseTimeout           = 2500 * time.Millisecond
+	partitionLeaseTimeout           = 3 * time.Second
 	partitionCommitTimeout          = 4 * time.Second
 )
 

@@ -15,10 +15,12 @@ import (
 // the fastest failover of one group: hashicorp/raft runs every group's
 // timers itself (no shared tick, no quiescing), so an idle leader still
 // sends each follower a heartbeat every HeartbeatTimeout/10 (randomised
-// up to ×2) and an empty AppendEntries every CommitTimeout (×1–2) so
-// followers learn the commit index. With the defaults below that is about
-// 3 + 2 ≈ 5 RPCs/s per follower per idle group, against about 20 with
-// hashicorp's (1 s, 50 ms). doc.go has the measured cost.
+// up to ×2) and an empty AppendEntries every CommitTimeout (×1–2), by
+// which hashicorp tells followers the commit index; weir's transport
+// carries the commit index with the heartbeats too (transport_commit.go),
+// so a group may set CommitTimeout long. With the defaults below that is
+// about 3 + 2 ≈ 5 RPCs/s per follower per idle group, against about 20
+// with hashicorp's (1 s, 50 ms). doc.go has the measured cost.
 type Config struct {
 	// Group names the Raft group; it is its snapshots' directory under
 	// Dir and its name on the wire and in the shared log ([A-Za-z0-9._-],
@@ -108,7 +110,7 @@ const maxTransportDelay = 250 * time.Millisecond
 // transportDelay is the group's TransportOptions.Delay: a small fraction
 // of each timer the wait adds to (the followers' heartbeat timeout, the
 // leader's lease, the commit-index keep-alive), at most
-// maxTransportDelay. Partitions (3 s, 2.5 s, 1 s) wait the full 250 ms;
+// maxTransportDelay. Partitions (3 s, 3 s, 4 s) wait the full 250 ms;
 // the controller (2 s, 1 s, 200 ms) 50 ms.
 func (c *Config) transportDelay() time.Duration {
 	d := min(c.HeartbeatTimeout/12, c.LeaderLeaseTimeout/10, c.CommitTimeout/4, maxTransportDelay)
