@@ -104,6 +104,9 @@ func (rs *Replicas) reshapeGroup(p *Partition, cp controller.Partition, v *contr
 	}
 	// 2. Every replica being added votes and has caught up.
 	for _, id := range cp.AddingReplicas {
+		if id == self {
+			continue // the leader is level with itself
+		}
 		if s := member[id]; !s.Voter || !p.tracking.current(id, p.HighWatermark(), now) {
 			return false
 		}

@@ -267,3 +267,69 @@ func TestReassignPartitionsTool(t *testing.T) {
 	}
 	t.Logf("kafka-reassign-partitions --verify:\n%s", out)
 }
+
+// TestWeirctlDecommissionAndBalance: weirctl moves every replica off a
+// broker of four (internal topics included), following the moves to
+// completion; balance then gives the emptied broker its share back and
+// evens out leadership.
+func TestWeirctlDecommissionAndBalance(t *testing.T) {
+	bs := startReplCluster(t, 4)
+	waitClusterView(t, bs, 30*time.Second)
+	createReplicatedTopic(t, bs[0], "spread", 8, 2, nil)
+	waitReplicatedLeaders(t, bs, bs, "spread", 8, 2, 30*time.Second, nil)
+	w := newWeirctl(t, bs[0])
+	replicasPer := func() map[int32]int {
+		t.Helper()
+		md, err := askMetadata(t, bs[0], "spread", "__consumer_offsets")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := map[int32]int{}
+		for _, mt := range md.Topics {
+			for _, p := range mt.Partitions {
+				for _, r := range p.Replicas {
+					n[r]++
+				}
+			}
+		}
+		return n
+	}
+	if replicasPer()[3] == 0 {
+		t.Fatal("broker 3 holds no replica to begin with")
+	}
+
+	dry := w.ok(t, "", "cluster", "partitions", "decommission", "3", "--dry-run")
+	if !strings.Contains(dry.stdout, "would move") || replicasPer()[3] == 0 {
+		t.Fatalf("dry run:\n%s", dry)
+	}
+	r := w.exec(t, 4*time.Minute, "", "cluster", "partitions", "decommission", "3", "--wait", "--wait-timeout", "3m")
+	if r.exitCode != 0 || !strings.Contains(r.stdout, "partition(s) moved") || !strings.Contains(r.stderr, "partitions moved") {
+		t.Fatalf("decommission:\n%s", r)
+	}
+	if n := replicasPer(); n[3] != 0 {
+		t.Fatalf("broker 3 still holds %d replicas after the decommission: %v", n[3], n)
+	}
+	id := topicIDOf(t, bs[0], "spread")
+	for p := range int32(8) {
+		if _, err := os.Stat(partitionDirOf(bs[3], "spread", id, p)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("broker 3 keeps spread/%d's files: %v", p, err)
+		}
+	}
+
+	r = w.exec(t, 4*time.Minute, "", "cluster", "partitions", "balance", "--wait", "--wait-timeout", "3m")
+	if r.exitCode != 0 {
+		t.Fatalf("balance:\n%s", r)
+	}
+	n := replicasPer()
+	lo, hi := n[0], n[0]
+	for id := range int32(4) {
+		lo, hi = min(lo, n[id]), max(hi, n[id])
+	}
+	if n[3] == 0 || hi-lo > 1 {
+		t.Errorf("replicas per broker after balancing: %v", n)
+	}
+	if st := w.ok(t, "", "cluster", "partitions", "status"); !strings.Contains(st.stdout, "no reassignments in progress") {
+		t.Errorf("status:\n%s", st)
+	}
+	t.Logf("replicas per broker after decommissioning broker 3 and balancing: %v", n)
+}

@@ -21,7 +21,8 @@ func newClusterCommand(g *cli.Options) *cobra.Command {
 		Use:   "cluster",
 		Short: "Inspect the cluster: brokers, controller, partition health",
 	}
-	cmd.AddCommand(newClusterInfoCommand(g), newClusterHealthCommand(g), newClusterConfigCommand(g), newClusterLicenseCommand(g), newClusterCoalescerCommand(g))
+	cmd.AddCommand(newClusterInfoCommand(g), newClusterHealthCommand(g), newClusterConfigCommand(g), newClusterLicenseCommand(g), newClusterCoalescerCommand(g),
+		newClusterPartitionsCommand(g))
 	return cmd
 }
 
