@@ -126,6 +126,7 @@ func Open(opts Options) (*Broker, error) {
 	}
 	b.every(heartbeatEvery, b.ctrl.heartbeat)
 	b.removeOrphanTopicDirs()
+	b.removeUnassignedReplicas(b.Topics())
 	if err := b.openGroups(); err != nil {
 		return fail(fmt.Errorf("group coordinator: %w", err))
 	}

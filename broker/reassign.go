@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -159,4 +161,35 @@ func (rs *Replicas) changeMember(p *Partition, id int32, change string, do func(
 		rs.logger.Info("partition group membership", "topic", p.topic.Name, "partition", p.Index, "replica", id, "change", change)
 	}
 	return true
+}
+
+// removeUnassignedReplicas deletes the files of replicas this broker holds
+// for partitions the controller no longer places here: a reassignment that
+// completed or was cancelled while this broker was down (closeMoved does
+// it for those it sees happen).
+func (rs *Replicas) removeUnassignedReplicas(topics []*Topic) {
+	v := rs.view()
+	for _, t := range topics {
+		ct := v.TopicByID(t.ID)
+		if ct == nil {
+			continue
+		}
+		have := t.partitions()
+		for i, cp := range ct.Partitions {
+			if (i < len(have) && have[i] != nil) || slices.Contains(cp.Replicas, rs.node.NodeID) {
+				continue
+			}
+			dir := filepath.Join(rs.topicDir(t.Name, t.ID), strconv.Itoa(i))
+			if _, err := os.Stat(dir); err != nil {
+				continue
+			}
+			rs.logger.Warn("removing a replica reassigned away from this broker while it was down", "topic", t.Name, "partition", i)
+			if err := os.RemoveAll(dir); err != nil {
+				rs.logger.Warn("removing a reassigned replica's log", "topic", t.Name, "partition", i, "err", err)
+			}
+			if err := rs.mux().RemoveGroupState(rs.raftDir(), partitionGroupName(t.ID, int32(i))); err != nil {
+				rs.logger.Warn("removing a reassigned replica's raft state", "topic", t.Name, "partition", i, "err", err)
+			}
+		}
+	}
 }

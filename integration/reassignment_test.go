@@ -333,3 +333,37 @@ func TestWeirctlDecommissionAndBalance(t *testing.T) {
 	}
 	t.Logf("replicas per broker after decommissioning broker 3 and balancing: %v", n)
 }
+
+// TestReassignmentSurvivesLeaderKill: the partition's leader, one of the
+// replicas being removed, is killed (SIGKILL) right after a reassignment
+// starts; the new leader carries the move to completion, the killed
+// broker deletes its copy when it comes back, and every record acknowledged
+// to an idempotent acks=all producer is there once, in order.
+func TestReassignmentSurvivesLeaderKill(t *testing.T) {
+	bs := startReplCluster(t, 4)
+	waitClusterView(t, bs, 30*time.Second)
+	const topic = "reassigned-killed"
+	createAssignedTopic(t, bs[0], topic, 0, 1, 2)
+	waitReplicas(t, bs, topic, 0, 1, 2)
+	id := topicIDOf(t, bs[0], topic)
+	p := newSeqProducer(t, bs, topic, 1)
+	p.run(5, 5*time.Millisecond, 200_000)
+	p.waitAcked(t, 500, 30*time.Second, "first records acknowledged")
+
+	if err := reassign(t, bs[3], topic, []int32{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	bs[0].Kill(t)
+	live := bs[1:]
+	waitReplicas(t, live, topic, 1, 2, 3)
+	bs[0].Start(t)
+	waitNoReplicaFiles(t, bs[0], topic, id)
+	waitClusterView(t, bs, 60*time.Second)
+	p.waitAcked(t, p.ackedCount()+500, 60*time.Second, "produce after the move")
+	if err := p.stopAndFlush(60 * time.Second); err != nil {
+		t.Fatalf("flushing the producer: %v (%s)", err, p.summary())
+	}
+	consumed := consumeAll(t, live, topic, 1, 60*time.Second)
+	st := checkSeqLog(t, "consumed after the move", 0, consumed[0], p.acked[0])
+	t.Logf("%s; consumed: acknowledged %d, found %d, lost %d, duplicated %d", p.summary(), st.acked, st.found, st.lost, st.duplicated)
+}
