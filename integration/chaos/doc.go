@@ -1,7 +1,8 @@
 // Package chaos is weir's fault-injection suite: a Jepsen-style test that
 // runs a three-broker cluster under a seeded schedule of faults (kill -9 of
 // partition and controller leaders, SIGSTOP/SIGCONT, restart with a wiped
-// data directory, network partitions between brokers) while idempotent
+// data directory, network partitions between brokers, a partition's
+// replica reassigned away and back) while idempotent
 // producers and a consumer group record what the cluster acknowledged and
 // served, then heals the cluster and checks every replica's log against that
 // history.

@@ -69,7 +69,7 @@ func NewNemesis(c *Cluster, seed uint64, topic string, partitions int32, logf fu
 
 // Kinds are the fault kinds this cluster's network allows.
 func (nm *Nemesis) Kinds() []string {
-	kinds := []string{FaultKillLeader, FaultKillController, FaultPause, FaultWipeRestart, FaultCrashUnsynced}
+	kinds := []string{FaultKillLeader, FaultKillController, FaultPause, FaultWipeRestart, FaultCrashUnsynced, FaultReassign}
 	if nm.c.Net.CanPartition() {
 		kinds = append(kinds, FaultIsolate, FaultCutPair)
 	}
@@ -177,6 +177,9 @@ func (nm *Nemesis) inject(ctx context.Context, kind string, hold time.Duration) 
 		nm.event("%s: node %d (%s) cut from nodes %v for %v", kind, target, what, peers, hold.Round(100*time.Millisecond))
 		sleepCtx(ctx, hold)
 		return nm.healCuts()
+	case FaultReassign:
+		nm.Counts[kind]++
+		return nm.reassignPartition(ctx, int32(nm.rng.IntN(int(nm.partitions))))
 	case FaultCutPair:
 		a := nm.rng.IntN(len(nm.c.Nodes))
 		b := (a + 1 + nm.rng.IntN(len(nm.c.Nodes)-1)) % len(nm.c.Nodes)
