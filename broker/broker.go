@@ -133,6 +133,9 @@ func Open(opts Options) (*Broker, error) {
 	b.awaitReplicaLeaders()
 	b.recordStartProperties()
 	b.registerMetrics()
+	if !b.props.Bool("disable_metrics") {
+		b.registerThrottleMetrics(b.registerer)
+	}
 	b.openFetchMemory()
 	if err := b.openCoalescer(); err != nil {
 		return fail(err)

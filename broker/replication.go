@@ -50,6 +50,9 @@ type Replicas struct {
 	replicaDeps
 	// byGroup indexes the running replicas by Raft group name.
 	byGroup sync.Map
+	// leaderThrottle and followerThrottle hold catch-up copies to the
+	// replication throttles (throttle.go).
+	leaderThrottle, followerThrottle byteThrottle
 }
 
 // replicaDeps are what Replicas are handed of the rest of the broker.
@@ -612,11 +615,15 @@ func (rs *Replicas) pullRecords(p *Partition, from, upTo int64) (recordChunk, er
 	if err != nil {
 		return recordChunk{}, err
 	}
+	// The next chunk waits for this one's bytes to fit the throttle.
+	if err := rs.followerThrottle.wait(context.Background(), len(resp), int64(rs.props.Int("follower_replication_throttled_rate"))); err != nil {
+		return recordChunk{}, err
+	}
 	return decodeRecordChunk(resp)
 }
 
 // servePartitionRead answers partition.read from this replica's log.
-func (rs *Replicas) servePartitionRead(_ context.Context, _ string, data []byte) ([]byte, error) {
+func (rs *Replicas) servePartitionRead(ctx context.Context, _ string, data []byte) ([]byte, error) {
 	var req partitionReadRequest
 	if err := json.Unmarshal(data, &req); err != nil {
 		return nil, err
@@ -641,6 +648,9 @@ func (rs *Replicas) servePartitionRead(_ context.Context, _ string, data []byte)
 			}
 		}
 		c.Records = recs
+		if err := rs.leaderThrottle.wait(ctx, len(recs), int64(rs.props.Int("leader_replication_throttled_rate"))); err != nil {
+			return nil, err
+		}
 	}
 	return c.encode(), nil
 }

@@ -85,7 +85,7 @@ func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, ops []b
 		if t == nil {
 			return fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, name)
 		}
-		ops, err := withoutThrottleDeletes(ops, topicThrottleConfigs)
+		ops, err := withoutTopicThrottles(ops)
 		if err != nil {
 			return err
 		}
@@ -108,12 +108,15 @@ func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, ops []b
 		if err := s.checkBrokerResource(name); err != nil {
 			return err
 		}
-		ops, err := withoutThrottleDeletes(ops, brokerThrottleConfigs)
+		ops, onlyRates, err := brokerThrottleOps(ops)
 		if err != nil {
 			return err
 		}
 		if len(ops) == 0 && !replace {
 			return nil
+		}
+		if onlyRates && !replace {
+			name = "" // a throttle rate set on a broker applies cluster-wide
 		}
 		return s.alterClusterProperties(name, ops, replace, validateOnly)
 	default:

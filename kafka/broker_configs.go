@@ -71,6 +71,8 @@ var kafkaPropertyNames = map[string]string{
 	"auto.leader.rebalance.enable":        "enable_leader_balancer",
 	"offsets.retention.check.interval.ms": "group_offset_retention_check_ms",
 	"offsets.topic.num.partitions":        "group_topic_partitions",
+	"leader.replication.throttled.rate":   "leader_replication_throttled_rate",
+	"follower.replication.throttled.rate": "follower_replication_throttled_rate",
 }
 
 // kafkaNameOf is the Kafka name of each weir property that has one.

@@ -132,9 +132,20 @@ func TestBrokerConfigsDescribeAndAlter(t *testing.T) {
 		incOp("follower.replication.throttled.rate", kmsg.IncrementalAlterConfigOpDelete, "")); rr.ErrorCode != 0 {
 		t.Fatalf("deleting the throttles of broker 0: %v %s", kerr.ErrorForCode(rr.ErrorCode), derefString(rr.ErrorMessage))
 	}
-	if rr := incAlterBroker(t, c, "0", false, incOp("leader.replication.throttled.rate", kmsg.IncrementalAlterConfigOpSet, "1000")); rr.ErrorCode != kerr.InvalidConfig.Code ||
-		!strings.Contains(derefString(rr.ErrorMessage), "does not throttle replication") {
-		t.Fatalf("setting a throttle: %v %s", kerr.ErrorForCode(rr.ErrorCode), derefString(rr.ErrorMessage))
+	// Set on a broker (as kafka-reassign-partitions --throttle does), a
+	// rate applies cluster-wide.
+	if rr := incAlterBroker(t, c, "0", false, incOp("leader.replication.throttled.rate", kmsg.IncrementalAlterConfigOpSet, "1000")); rr.ErrorCode != 0 {
+		t.Fatalf("setting a throttle on broker 0: %v %s", kerr.ErrorForCode(rr.ErrorCode), derefString(rr.ErrorMessage))
+	}
+	if v, set := b.Properties().Get("leader_replication_throttled_rate"); !set || v != "1000" {
+		t.Fatalf("leader_replication_throttled_rate %q %v", v, set)
+	}
+	if rr := incAlterBroker(t, c, "0", false, incOp("leader.replication.throttled.rate", kmsg.IncrementalAlterConfigOpDelete, "")); rr.ErrorCode != 0 {
+		t.Fatalf("deleting the throttle: %v", kerr.ErrorForCode(rr.ErrorCode))
+	}
+	if rr := incAlterBroker(t, c, "0", false, incOp("replica.alter.log.dirs.io.max.bytes.per.second", kmsg.IncrementalAlterConfigOpSet, "1000")); rr.ErrorCode != kerr.InvalidConfig.Code ||
+		!strings.Contains(derefString(rr.ErrorMessage), "log directories") {
+		t.Fatalf("setting the log-dir throttle: %v %s", kerr.ErrorForCode(rr.ErrorCode), derefString(rr.ErrorMessage))
 	}
 
 	// DELETE by the Kafka name of a property set by its weir name.

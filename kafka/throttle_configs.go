@@ -2,43 +2,77 @@ package kafka
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/weir-broker/weir/broker"
 )
 
-// Kafka's replication throttles. weir does not throttle the traffic that
-// catches a reassigned replica up, so setting any of these is refused
-// with that reason; deleting one, which kafka-reassign-partitions
-// --verify does on every broker and moved topic once a reassignment
-// completed, succeeds and changes nothing (nothing is set), as deleting an
-// unset config does in Kafka.
+// Kafka's replication throttles. The rates (leader.replication.throttled.rate,
+// follower.replication.throttled.rate) are weir cluster properties
+// (broker_configs.go): Kafka sets them per broker, kafka-reassign-partitions
+// --throttle on every broker a move involves, and weir applies a rate set
+// on any broker cluster-wide. weir throttles every catch-up copy, so the
+// per-topic lists of throttled replicas (leader./follower.replication.throttled.replicas)
+// are checked and otherwise have no effect; deleting one, as --verify does
+// once a move completed, succeeds. Moving replicas between log
+// directories does not exist here: replica.alter.log.dirs.io.max.bytes.per.second
+// is refused when set and a no-op when deleted.
 
-// brokerThrottleConfigs are the per-broker ones.
-var brokerThrottleConfigs = map[string]bool{
-	"leader.replication.throttled.rate":              true,
-	"follower.replication.throttled.rate":            true,
-	"replica.alter.log.dirs.io.max.bytes.per.second": true,
+// clusterWideThrottles are the per-broker configs applied cluster-wide.
+var clusterWideThrottles = map[string]bool{
+	"leader.replication.throttled.rate":   true,
+	"follower.replication.throttled.rate": true,
 }
 
-// topicThrottleConfigs are the per-topic ones.
+// logDirThrottle is the one throttle of a feature weir does not have.
+var logDirThrottle = "replica.alter.log.dirs.io.max.bytes.per.second"
+
+// topicThrottleConfigs are the per-topic lists.
 var topicThrottleConfigs = map[string]bool{
 	"leader.replication.throttled.replicas":   true,
 	"follower.replication.throttled.replicas": true,
 }
 
-// withoutThrottleDeletes drops the deletions of the throttle configs in
-// names from ops; setting one of them is INVALID_CONFIG.
-func withoutThrottleDeletes(ops []broker.ConfigOp, names map[string]bool) ([]broker.ConfigOp, error) {
+// brokerThrottleOps drops from a BROKER resource's ops the deletions of
+// logDirThrottle (setting it is INVALID_CONFIG) and says whether what is
+// left are only cluster-wide throttles.
+func brokerThrottleOps(ops []broker.ConfigOp) (rest []broker.ConfigOp, onlyRates bool, err error) {
+	onlyRates = true
+	for _, op := range ops {
+		if op.Name == logDirThrottle {
+			if op.Op != 1 {
+				return nil, false, fmt.Errorf("%w: %s: weir does not move replicas between log directories", kerr.InvalidConfig, op.Name)
+			}
+			continue
+		}
+		onlyRates = onlyRates && clusterWideThrottles[op.Name]
+		rest = append(rest, op)
+	}
+	return rest, onlyRates, nil
+}
+
+// withoutTopicThrottles drops the topic throttle lists from ops, checking
+// a value set: "*" or partition:broker pairs separated by commas.
+func withoutTopicThrottles(ops []broker.ConfigOp) ([]broker.ConfigOp, error) {
 	out := ops[:0:0]
 	for _, op := range ops {
-		if !names[op.Name] {
+		if !topicThrottleConfigs[op.Name] {
 			out = append(out, op)
 			continue
 		}
-		if op.Op != 1 { // not DELETE
-			return nil, fmt.Errorf("%w: %s: weir does not throttle replication (a reassignment's catch-up runs at full speed); the replication throttles cannot be set", kerr.InvalidConfig, op.Name)
+		if op.Op == 0 && op.Value != "*" && op.Value != "" {
+			for _, pair := range strings.Split(op.Value, ",") {
+				p, b, ok := strings.Cut(strings.TrimSpace(pair), ":")
+				if _, err := strconv.ParseUint(p, 10, 31); !ok || err != nil {
+					return nil, fmt.Errorf("%w: %s=%q: want * or partition:broker pairs", kerr.InvalidConfig, op.Name, op.Value)
+				}
+				if _, err := strconv.ParseUint(b, 10, 31); err != nil {
+					return nil, fmt.Errorf("%w: %s=%q: want * or partition:broker pairs", kerr.InvalidConfig, op.Name, op.Value)
+				}
+			}
 		}
 	}
 	return out, nil
