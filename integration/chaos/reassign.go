@@ -49,7 +49,8 @@ func (nm *Nemesis) reassignPartition(ctx context.Context, p int32) error {
 }
 
 // reassignTo asks for partition p to move to target and waits until no
-// reassignment runs and Metadata shows target as its replicas.
+// reassignment of it runs and Metadata shows target as its replicas (a
+// move that only adds replicas shows them at once).
 func (nm *Nemesis) reassignTo(ctx context.Context, p int32, target []int32) error {
 	nodes := nm.c.answering()
 	if len(nodes) == 0 {
@@ -77,13 +78,20 @@ func (nm *Nemesis) reassignTo(ctx context.Context, p int32, target []int32) erro
 	}
 	wctx, cancel := context.WithTimeout(ctx, healTimeout)
 	defer cancel()
+	list := kmsg.NewPtrListPartitionReassignmentsRequest()
+	lt := kmsg.NewListPartitionReassignmentsRequestTopic()
+	lt.Topic, lt.Partitions = nm.topic, []int32{p}
+	list.Topics = append(list.Topics, lt)
 	for {
 		md, err := nm.c.firstAnswer(wctx, []string{nm.topic})
 		if err == nil {
-			for _, t := range md.Topics {
-				for _, mp := range t.Partitions {
-					if mp.Partition == p && slices.Equal(mp.Replicas, target) {
-						return nil
+			var lresp kmsg.Response
+			if lresp, err = nm.c.Ask(wctx, via, list); err == nil && len(lresp.(*kmsg.ListPartitionReassignmentsResponse).Topics) == 0 {
+				for _, t := range md.Topics {
+					for _, mp := range t.Partitions {
+						if mp.Partition == p && slices.Equal(mp.Replicas, target) {
+							return nil
+						}
 					}
 				}
 			}
