@@ -1,17 +1,21 @@
 package integration
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -120,11 +124,12 @@ func waitNoReplicaFiles(t testing.TB, b *Broker, topic string, id [16]byte) {
 }
 
 // TestPartitionReassignment: a partition moves from brokers {0,1,2} to
-// {1,2,3} of four while an idempotent producer (acks=all) writes to it.
-// The new replica joins, catches up and votes, the old one leaves and its
-// files go; every acknowledged record is then present once, in order, as
-// consumed and in the segment files of the three new replicas, which are
-// byte-identical.
+// {1,2,3} of four while an idempotent producer (acks=all) writes to it
+// and a consumer reads it. The new replica joins, catches up and votes,
+// the old one leaves and its files go; every acknowledged record is then
+// present once, in order, as consumed and in the segment files of the
+// three new replicas, which are byte-identical, and the consumer that read
+// through the move saw exactly those records, in order.
 func TestPartitionReassignment(t *testing.T) {
 	bs := startReplCluster(t, 4)
 	waitClusterView(t, bs, 30*time.Second)
@@ -136,6 +141,7 @@ func TestPartitionReassignment(t *testing.T) {
 	p := newSeqProducer(t, bs, topic, 1)
 	p.run(5, 5*time.Millisecond, 200_000)
 	p.waitAcked(t, 500, 30*time.Second, "first records acknowledged")
+	reader := readThrough(t, bs, topic)
 	if err := reassign(t, bs[3], topic, []int32{1, 2, 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +157,13 @@ func TestPartitionReassignment(t *testing.T) {
 	consumed := consumeAll(t, holders, topic, 1, 60*time.Second)
 	st := checkSeqLog(t, "consumed after the reassignment", 0, consumed[0], p.acked[0])
 	t.Logf("consumed: acknowledged %d, found %d, lost %d, duplicated %d", st.acked, st.found, st.lost, st.duplicated)
+	seen := reader.stopAt(t, int64(len(consumed[0])), 60*time.Second)
+	for i, r := range seen {
+		if i >= len(consumed[0]) || r.Offset != consumed[0][i].Offset || !bytes.Equal(r.Value, consumed[0][i].Value) {
+			t.Fatalf("the consumer reading through the move saw record %d at offset %d, the log has %+v there", i, r.Offset, consumed[0][min(i, len(consumed[0])-1)])
+		}
+	}
+	t.Logf("a consumer reading through the move saw all %d records in order", len(seen))
 	waitLogsConverge(t, holders, topic, id, 1, 1, 60*time.Second)
 	stopAll(t, holders)
 	compareReplicaSegments(t, holders, topic, id, 1)
@@ -423,4 +436,57 @@ func TestReassignPartitionsToolThrottled(t *testing.T) {
 	}
 	waitConfigEverywhere(t, bs, kmsg.ConfigResourceTypeBroker, "", "leader_replication_throttled_rate", "0", kmsg.ConfigSourceDefaultConfig)
 	t.Logf("catch-up copies waited %.1f s for the throttle; --verify:\n%s", waited, out)
+}
+
+// throughReader consumes partition 0 of a topic from the start while the
+// test goes on.
+type throughReader struct {
+	cl     *kgo.Client
+	mu     sync.Mutex
+	recs   []logRecord
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func readThrough(t testing.TB, bs []*Broker, topic string) *throughReader {
+	t.Helper()
+	cl, err := kgo.NewClient(append(replClientOpts(bs),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &throughReader{cl: cl, cancel: cancel, done: make(chan struct{})}
+	t.Cleanup(func() { cancel(); <-r.done; cl.Close() })
+	go func() {
+		defer close(r.done)
+		for ctx.Err() == nil {
+			f := cl.PollFetches(ctx)
+			f.EachRecord(func(rec *kgo.Record) {
+				r.mu.Lock()
+				r.recs = append(r.recs, logRecord{Offset: rec.Offset, Key: rec.Key, Value: rec.Value})
+				r.mu.Unlock()
+			})
+		}
+	}()
+	return r
+}
+
+// stopAt waits (≤ timeout) until the reader has n records, stops it and
+// returns what it read.
+func (r *throughReader) stopAt(t testing.TB, n int64, timeout time.Duration) []logRecord {
+	t.Helper()
+	pollUntil(t, timeout, fmt.Sprintf("the consumer reading %d records", n), func() error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if int64(len(r.recs)) < n {
+			return fmt.Errorf("%d read", len(r.recs))
+		}
+		return nil
+	})
+	r.cancel()
+	<-r.done
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.recs)
 }
