@@ -568,14 +568,10 @@ func (t *txn) setLicense(c SetLicense) Result {
 }
 
 func (t *txn) reportLeader(c ReportLeader) Result {
-	topic := t.cur.byID[c.TopicID]
-	if topic == nil {
-		return Result{Err: errorf(kerr.UnknownTopicID, "no topic has id %s", c.TopicID)}
+	topic, p, err := t.partitionByID(c.TopicID, c.Partition)
+	if err != nil {
+		return Result{Err: err}
 	}
-	if c.Partition < 0 || int(c.Partition) >= len(topic.Partitions) {
-		return Result{Err: errorf(kerr.UnknownTopicOrPartition, "topic %s has no partition %d", topic.Name, c.Partition)}
-	}
-	p := topic.Partitions[c.Partition]
 	switch {
 	case c.Term < p.LeaderTerm:
 		return Result{Err: errorf(kerr.FencedLeaderEpoch, "%s/%d: report of term %d is older than term %d (leader %d)", topic.Name, c.Partition, c.Term, p.LeaderTerm, p.Leader)}

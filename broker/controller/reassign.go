@@ -62,10 +62,10 @@ func (t *txn) reassignPartition(c ReassignPartition) Result {
 	if topic == nil {
 		return Result{Err: errorf(kerr.UnknownTopicOrPartition, "no topic %q", c.Topic)}
 	}
-	if c.Partition < 0 || int(c.Partition) >= len(topic.Partitions) {
-		return Result{Err: errorf(kerr.UnknownTopicOrPartition, "topic %s has no partition %d", topic.Name, c.Partition)}
+	p, err := partitionOf(topic, c.Partition)
+	if err != nil {
+		return Result{Err: err}
 	}
-	p := topic.Partitions[c.Partition]
 	original := p.Original()
 	np := p.Clone()
 	if c.Target == nil {
@@ -103,14 +103,10 @@ func (t *txn) reassignPartition(c ReassignPartition) Result {
 }
 
 func (t *txn) completeReassignment(c CompleteReassignment) Result {
-	topic := t.cur.byID[c.TopicID]
-	if topic == nil {
-		return Result{Err: errorf(kerr.UnknownTopicID, "no topic has id %s", c.TopicID)}
+	topic, p, err := t.partitionByID(c.TopicID, c.Partition)
+	if err != nil {
+		return Result{Err: err}
 	}
-	if c.Partition < 0 || int(c.Partition) >= len(topic.Partitions) {
-		return Result{Err: errorf(kerr.UnknownTopicOrPartition, "topic %s has no partition %d", topic.Name, c.Partition)}
-	}
-	p := topic.Partitions[c.Partition]
 	if !p.Reassigning() || !slices.Equal(p.Target(), c.Target) {
 		return Result{Err: errorf(kerr.NoReassignmentInProgress, "%s/%d is not being reassigned to %v (replicas %v, adding %v, removing %v)",
 			topic.Name, c.Partition, c.Target, p.Replicas, p.AddingReplicas, p.RemovingReplicas)}
@@ -123,6 +119,23 @@ func (t *txn) completeReassignment(c CompleteReassignment) Result {
 	}
 	t.setPartition(topic, c.Partition, np)
 	return Result{Changed: true}
+}
+
+// partitionByID finds a partition by its topic's id.
+func (t *txn) partitionByID(id TopicID, index int32) (*Topic, Partition, error) {
+	topic := t.cur.byID[id]
+	if topic == nil {
+		return nil, Partition{}, errorf(kerr.UnknownTopicID, "no topic has id %s", id)
+	}
+	p, err := partitionOf(topic, index)
+	return topic, p, err
+}
+
+func partitionOf(topic *Topic, index int32) (Partition, error) {
+	if index < 0 || int(index) >= len(topic.Partitions) {
+		return Partition{}, errorf(kerr.UnknownTopicOrPartition, "topic %s has no partition %d", topic.Name, index)
+	}
+	return topic.Partitions[index], nil
 }
 
 // setPartition replaces one partition of topic in the next view.
