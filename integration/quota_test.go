@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -56,7 +57,16 @@ func TestQuotaProduceThrottled(t *testing.T) {
 		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(16<<10), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(2000))
 	value := make([]byte, 1024)
 	rand.Read(value)
-	const run = 10 * time.Second
+	// WEIR_QUOTA_RUN (a duration) runs longer, to measure how close the
+	// rate comes to the quota once the 11-sample window is full.
+	run := 10 * time.Second
+	if v := os.Getenv("WEIR_QUOTA_RUN"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("WEIR_QUOTA_RUN=%q: want a duration such as 60s", v)
+		}
+		run = d
+	}
 	var acked atomic.Int64
 	var produceErr atomic.Value
 	var wg sync.WaitGroup
