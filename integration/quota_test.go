@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"io"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -288,4 +290,73 @@ func TestQuotaClusterEveryBroker(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// TestQuotaConnectionCreationRate: with connection_creation_rate set on
+// the default ip entity, a burst of new connections from one address is
+// served up to the rate, and the ones over it are closed unserved; with
+// the quota removed, new connections are served again.
+func TestQuotaConnectionCreationRate(t *testing.T) {
+	b := StartBroker(t)
+	setIPRate := func(remove bool) {
+		t.Helper()
+		alter := kmsg.NewPtrAlterClientQuotasRequest()
+		e := kmsg.NewAlterClientQuotasRequestEntry()
+		ent := kmsg.NewAlterClientQuotasRequestEntryEntity()
+		ent.Type = "ip" // name null: the default for every address
+		op := kmsg.NewAlterClientQuotasRequestEntryOp()
+		op.Key, op.Value, op.Remove = "connection_creation_rate", 2, remove
+		e.Entity, e.Ops = append(e.Entity, ent), append(e.Ops, op)
+		alter.Entries = append(alter.Entries, e)
+		resp, err := ask(t, b, alter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := resp.(*kmsg.AlterClientQuotasResponse); r.Entries[0].ErrorCode != 0 {
+			t.Fatalf("AlterClientQuotas: %s %s", errName(r.Entries[0].ErrorCode), derefStr(r.Entries[0].ErrorMessage))
+		}
+	}
+	// served reports whether a new connection answers ApiVersions.
+	served := func() bool {
+		c, err := net.DialTimeout("tcp", b.KafkaAddr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = 0
+		frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("conn-rate")).AppendRequest(nil, req, 1)
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Write(frame); err != nil {
+			return false
+		}
+		var size [4]byte
+		_, err = io.ReadFull(c, size[:])
+		return err == nil
+	}
+	setIPRate(false)
+	time.Sleep(200 * time.Millisecond) // the quota reaches the listener at its next connection
+	var ok, closed int
+	for range 40 {
+		if served() {
+			ok++
+		} else {
+			closed++
+		}
+	}
+	t.Logf("40 connections at once under 2 connections/s: %d served, %d closed", ok, closed)
+	// 2 per second over a window padded to 10 s: about 20 pass.
+	if ok < 10 || closed < 10 {
+		t.Fatalf("%d served and %d closed of 40 connections over a rate of 2/s", ok, closed)
+	}
+	if v, _ := scrapeMetrics(t, b).value(`weir_kafka_throttled_responses_total{type="connection"}`); v < float64(closed) {
+		t.Errorf("throttled connections counted %v, closed %d", v, closed)
+	}
+	setIPRate(true)
+	pollUntil(t, 10*time.Second, "new connections served once the quota is removed", func() error {
+		if !served() {
+			return errors.New("a new connection was closed")
+		}
+		return nil
+	})
 }

@@ -131,6 +131,9 @@ type quotaTable struct {
 	index    uint64
 	any      [numQuotaKinds]bool // some entity sets this kind
 	byEntity map[string]map[string]float64
+	// anyConnections: some ip entity sets connection_creation_rate
+	// (quota_connections.go).
+	anyConnections bool
 }
 
 type sensorKey struct {
@@ -161,6 +164,9 @@ func (m *quotaManager) current() *quotaTable {
 			if _, ok := q.Values[k.key()]; ok {
 				t.any[k] = true
 			}
+		}
+		if _, ok := q.Values[controller.QuotaConnectionCreationRate]; ok {
+			t.anyConnections = true
 		}
 	}
 	m.table.Store(t)
@@ -425,6 +431,9 @@ func (s *rateSensor) record(v float64, now time.Time) (rate float64, span time.D
 type quotaMetrics struct {
 	responses [numQuotaKinds]prometheus.Counter
 	seconds   [numQuotaKinds]prometheus.Counter
+	// connections over their IP's connection_creation_rate, closed
+	// after connectionSeconds in all.
+	connections, connectionSeconds prometheus.Counter
 }
 
 func newQuotaMetrics() (quotaMetrics, []prometheus.Collector) {
@@ -437,6 +446,8 @@ func newQuotaMetrics() (quotaMetrics, []prometheus.Collector) {
 		m.responses[k] = responses.WithLabelValues(k.label())
 		m.seconds[k] = seconds.WithLabelValues(k.label())
 	}
+	m.connections = responses.WithLabelValues("connection")
+	m.connectionSeconds = seconds.WithLabelValues("connection")
 	return m, []prometheus.Collector{responses, seconds}
 }
 

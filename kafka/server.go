@@ -171,6 +171,11 @@ func (s *Server) ServeListener(ln net.Listener, l Listener) error {
 			continue
 		}
 		backoff = 0
+		if d := s.quota.connectionThrottle(nc.RemoteAddr()); d > 0 {
+			s.logger.Debug("closing a connection over its IP's connection_creation_rate", "remote", nc.RemoteAddr().String(), "after", d)
+			time.AfterFunc(d, func() { nc.Close() })
+			continue
+		}
 		c := newListenerConn(s, nc, &l)
 		s.mu.Lock()
 		if s.closed {
