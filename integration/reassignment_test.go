@@ -255,10 +255,11 @@ func TestReassignmentReplicationFactorAndCancel(t *testing.T) {
 }
 
 // TestReassignPartitionsTool: Kafka's kafka-reassign-partitions moves a
-// partition with --execute, and --verify reports it completed (clearing
-// the replication throttles, as it always does).
+// partition with --execute, --verify reports it completed (clearing the
+// replication throttles, as it always does), --generate proposes a plan
+// and --cancel stops a move that cannot proceed.
 func TestReassignPartitionsTool(t *testing.T) {
-	bs := startReplCluster(t, 3)
+	bs := startReplCluster(t, 4)
 	waitClusterView(t, bs, 30*time.Second)
 	const topic = "tool-moved"
 	createAssignedTopic(t, bs[0], topic, 0, 1)
@@ -279,6 +280,51 @@ func TestReassignPartitionsTool(t *testing.T) {
 		t.Fatalf("kafka-reassign-partitions --verify: %v\n%s", err, out)
 	}
 	t.Logf("kafka-reassign-partitions --verify:\n%s", out)
+
+	// --generate proposes a plan from the live brokers.
+	topics := filepath.Join(t.TempDir(), "topics.json")
+	if err := os.WriteFile(topics, []byte(`{"version":1,"topics":[{"topic":"`+topic+`"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = kafkaTool(t, tool, "--bootstrap-server", boot, "--topics-to-move-json-file", topics, "--broker-list", "0,2", "--generate")
+	if err != nil || !strings.Contains(out, "Current partition replica assignment") || !strings.Contains(out, "Proposed partition reassignment configuration") {
+		t.Fatalf("kafka-reassign-partitions --generate: %v\n%s", err, out)
+	}
+
+	// --cancel stops a move that cannot proceed (its new replica's broker
+	// paused, still registered live) and puts the replicas back. The
+	// controller must answer meanwhile: the paused broker is one that
+	// does not lead it.
+	controllerID := waitClusterView(t, bs, 30*time.Second)
+	paused := bs[0]
+	if controllerID == 0 {
+		paused = bs[3]
+	}
+	target := fmt.Sprintf("[1,2,%d]", paused.NodeID)
+	stuck := filepath.Join(t.TempDir(), "stuck.json")
+	if err := os.WriteFile(stuck, []byte(`{"version":1,"partitions":[{"topic":"`+topic+`","partition":0,"replicas":`+target+`}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	paused.signal(syscall.SIGSTOP)
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			paused.signal(syscall.SIGCONT)
+		}
+	})
+	others := without(bs, int32(paused.NodeID))
+	otherBoot := strings.Join(kafkaAddrs(others), ",")
+	if out, err = kafkaTool(t, tool, "--bootstrap-server", otherBoot, "--reassignment-json-file", stuck, "--execute"); err != nil {
+		t.Fatalf("kafka-reassign-partitions --execute (stuck): %v\n%s", err, out)
+	}
+	// --preserve-throttles: clearing them would wait on the paused broker.
+	out, err = kafkaTool(t, tool, "--bootstrap-server", otherBoot, "--reassignment-json-file", stuck, "--cancel", "--preserve-throttles")
+	if err != nil || !strings.Contains(out, "Successfully cancelled partition reassignment for: "+topic+"-0") {
+		t.Fatalf("kafka-reassign-partitions --cancel: %v\n%s", err, out)
+	}
+	paused.signal(syscall.SIGCONT)
+	resumed = true
+	waitReplicas(t, bs, topic, 1, 2)
 }
 
 // TestWeirctlDecommissionAndBalance: weirctl moves every replica off a
