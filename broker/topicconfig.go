@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/config"
 	"github.com/weir-broker/weir/log"
 )
@@ -26,8 +28,13 @@ const (
 type topicConfigDef struct {
 	name     string
 	property string // the cluster property giving the default
+	kind     int8   // Kafka's ConfigType: 1 boolean, 2 string, 3 int, 5 long, 6 double, 7 list
 	doc      string
 	validate func(string) error
+	// since is the first controller.ConfigRules accepting the name;
+	// rules1, when set, is how rules 1 checked it.
+	since  controller.ConfigRules
+	rules1 func(string) error
 }
 
 // ConfigEntry is one topic config as DescribeConfigs shows it.
@@ -43,6 +50,15 @@ type ConfigEntry struct {
 	// preference (only Name, Value and Source are used).
 	Synonyms []ConfigEntry
 }
+
+// Kafka's ConfigType codes used by topic configs.
+const (
+	typeString int8 = 2
+	typeInt    int8 = 3
+	typeLong   int8 = 5
+	typeDouble int8 = 6
+	typeList   int8 = 7
+)
 
 func topicConfigDefs() []topicConfigDef {
 	longAtLeast := func(min int64) func(string) error {
@@ -65,13 +81,28 @@ func topicConfigDefs() []topicConfigDef {
 		}
 	}
 	return []topicConfigDef{
-		{"cleanup.policy", "", "delete: old segments are removed by retention.ms and retention.bytes. compact is not supported.", oneOf("delete")},
-		{"max.message.bytes", "kafka_batch_max_bytes", "Largest record batch size allowed.", longAtLeast(0)},
-		{"message.timestamp.type", "log_message_timestamp_type", "CreateTime or LogAppendTime.", oneOf("CreateTime", "LogAppendTime")},
-		{"retention.bytes", "retention_bytes", "Per-partition size above which old segments are deleted; -1 unlimited.", longAtLeast(-1)},
-		{"retention.ms", "log_retention_ms", "Age after which old segments are deleted; -1 unlimited.", longAtLeast(-1)},
-		{"segment.bytes", "log_segment_size", "Size of one segment file.", longAtLeast(14)},
-		{"segment.ms", "log_segment_ms", "Age after which the active segment rolls.", longAtLeast(1)},
+		{name: "cleanup.policy", property: "log_cleanup_policy", kind: typeList, since: 1, rules1: oneOf("delete"),
+			doc: "delete: old segments are removed by retention.ms and retention.bytes; compact: the log cleaner keeps each key's latest record; compact,delete: both.", validate: config.CheckCleanupPolicy},
+		{name: "delete.retention.ms", property: "log_cleaner_delete_retention_ms", kind: typeLong, since: 2,
+			doc: "How long a tombstone (a record with a key and no value) of a compacted topic is kept after the cleaner first keeps it.", validate: longAtLeast(0)},
+		{name: "max.compaction.lag.ms", property: "log_cleaner_max_compaction_lag_ms", kind: typeLong, since: 2,
+			doc: "A record older than this is compacted whatever the dirty ratio.", validate: longAtLeast(1)},
+		{name: "max.message.bytes", property: "kafka_batch_max_bytes", kind: typeInt, since: 1,
+			doc: "Largest record batch size allowed.", validate: longAtLeast(0)},
+		{name: "message.timestamp.type", property: "log_message_timestamp_type", kind: typeString, since: 1,
+			doc: "CreateTime or LogAppendTime.", validate: oneOf("CreateTime", "LogAppendTime")},
+		{name: "min.cleanable.dirty.ratio", property: "log_cleaner_min_cleanable_ratio", kind: typeDouble, since: 2,
+			doc: "A compacted partition is cleaned once this share of its cleanable bytes is dirty.", validate: config.CheckRatio},
+		{name: "min.compaction.lag.ms", property: "log_cleaner_min_compaction_lag_ms", kind: typeLong, since: 2,
+			doc: "Records younger than this are never compacted.", validate: longAtLeast(0)},
+		{name: "retention.bytes", property: "retention_bytes", kind: typeLong, since: 1,
+			doc: "Per-partition size above which old segments are deleted; -1 unlimited.", validate: longAtLeast(-1)},
+		{name: "retention.ms", property: "log_retention_ms", kind: typeLong, since: 1,
+			doc: "Age after which old segments are deleted; -1 unlimited.", validate: longAtLeast(-1)},
+		{name: "segment.bytes", property: "log_segment_size", kind: typeInt, since: 1,
+			doc: "Size of one segment file.", validate: longAtLeast(14)},
+		{name: "segment.ms", property: "log_segment_ms", kind: typeLong, since: 1,
+			doc: "Age after which the active segment rolls (only closed segments are compacted).", validate: longAtLeast(1)},
 	}
 }
 
@@ -84,13 +115,19 @@ func lookupTopicConfig(name string) (topicConfigDef, bool) {
 	return topicConfigDef{}, false
 }
 
-// ValidateTopicConfig checks one topic config; errors are INVALID_CONFIG.
-func ValidateTopicConfig(name, value string) error {
+// ValidateTopicConfig checks one topic config under the given rules (the
+// controller replays old entries by their own); errors are
+// INVALID_CONFIG.
+func ValidateTopicConfig(rules controller.ConfigRules, name, value string) error {
 	d, ok := lookupTopicConfig(name)
-	if !ok {
+	if !ok || rules < d.since {
 		return fmt.Errorf("%w: unknown topic config %q", kerr.InvalidConfig, name)
 	}
-	if err := d.validate(value); err != nil {
+	check := d.validate
+	if rules == 1 && d.rules1 != nil {
+		check = d.rules1
+	}
+	if err := check(value); err != nil {
 		return fmt.Errorf("%w: %s=%q: %v", kerr.InvalidConfig, name, value, err)
 	}
 	return nil
@@ -101,25 +138,15 @@ func ValidateTopicConfig(name, value string) error {
 func effectiveConfig(explicit map[string]string, props *config.Values) []ConfigEntry {
 	var out []ConfigEntry
 	for _, d := range topicConfigDefs() {
-		e := ConfigEntry{Name: d.name, Doc: d.doc, Type: 5}
-		switch {
-		case explicit[d.name] != "":
-			e.Value, e.Source = explicit[d.name], SourceTopic
-		case d.property == "":
-			e.Value, e.Source = "delete", SourceDefault
-		default:
+		e := ConfigEntry{Name: d.name, Doc: d.doc, Type: d.kind}
+		if v := explicit[d.name]; v != "" {
+			e.Value, e.Source = v, SourceTopic
+		} else {
 			v, set := props.Get(d.property)
 			e.Value, e.Source = v, SourceDefault
 			if set {
 				e.Source = SourceClusterDefault
 			}
-		}
-		if d.name == "cleanup.policy" {
-			e.Type = 7
-		} else if d.name == "message.timestamp.type" {
-			e.Type = 2
-		} else if d.name == "max.message.bytes" {
-			e.Type = 3
 		}
 		out = append(out, e)
 	}
@@ -148,6 +175,11 @@ func logConfig(entries []ConfigEntry) log.Config {
 	c.SegmentMs = configInt(entries, "segment.ms")
 	c.RetentionMs = configInt(entries, "retention.ms")
 	c.RetentionBytes = configInt(entries, "retention.bytes")
+	if !policyHas(configValue(entries, "cleanup.policy"), "delete") {
+		// compact alone: nothing is deleted by age or size (Kafka's
+		// meaning); the cleaner alone shrinks the log.
+		c.RetentionMs, c.RetentionBytes = -1, -1
+	}
 	return c
 }
 
@@ -177,4 +209,14 @@ func (tt *TopicTable) produceSettings(t *Topic) *produceSettings {
 	}
 	t.settings.Store(s)
 	return s
+}
+
+// policyHas reports whether a cleanup.policy list names policy.
+func policyHas(list, policy string) bool {
+	for _, p := range strings.Split(list, ",") {
+		if strings.TrimSpace(p) == policy {
+			return true
+		}
+	}
+	return false
 }

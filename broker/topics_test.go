@@ -70,7 +70,7 @@ func TestCreateTopicValidation(t *testing.T) {
 		{CreateTopicRequest{Name: string(make([]byte, 250))}, kerr.InvalidTopicException},
 		{CreateTopicRequest{Name: "rf", ReplicationFactor: 3}, kerr.InvalidReplicationFactor},
 		{CreateTopicRequest{Name: "cfg", Configs: map[string]string{"retention.ms": "soon"}}, kerr.InvalidConfig},
-		{CreateTopicRequest{Name: "cfg", Configs: map[string]string{"cleanup.policy": "compact"}}, kerr.InvalidConfig},
+		{CreateTopicRequest{Name: "cfg", Configs: map[string]string{"cleanup.policy": "compact,expire"}}, kerr.InvalidConfig},
 		{CreateTopicRequest{Name: "cfg", Configs: map[string]string{"no.such.config": "1"}}, kerr.InvalidConfig},
 	}
 	for _, tc := range cases {

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -40,6 +41,9 @@ type Property struct {
 	Min, Max int64
 	// OneOf lists the allowed values of a string property, if restricted.
 	OneOf []string
+	// Check, when set, validates a string property's value further (a
+	// ratio, a list).
+	Check func(string) error
 }
 
 // Validate checks that value parses as the property's kind and is in range.
@@ -65,6 +69,11 @@ func (p *Property) Validate(value string) error {
 				}
 			}
 			return fmt.Errorf("%s: %q is not one of %v", p.Name, value, p.OneOf)
+		}
+		if p.Check != nil {
+			if err := p.Check(value); err != nil {
+				return fmt.Errorf("%s: %q: %w", p.Name, value, err)
+			}
 		}
 	}
 	return nil
@@ -94,6 +103,26 @@ func NewRegistry() *Registry {
 			Description: "Default segment.bytes of topics."},
 		{Name: "log_segment_ms", Kind: KindInt, Default: strconv.Itoa(7 * day), Min: 60_000, Max: 1 << 62,
 			Description: "Default segment.ms of topics: the active segment rolls when it is this old."},
+		{Name: "log_cleanup_policy", Kind: KindString, Default: "delete", Check: CheckCleanupPolicy,
+			Description: "Default cleanup.policy of topics: delete, compact, or compact,delete (Kafka's log.cleanup.policy)."},
+		{Name: "log_cleaner_enabled", Kind: KindBool, Default: "true",
+			Description: "Run the log cleaner, which compacts topics whose cleanup.policy includes compact (Kafka's log.cleaner.enable)."},
+		{Name: "log_cleaner_threads", Kind: KindInt, Default: "1", Min: 1, Max: 64, NeedsRestart: true,
+			Description: "Partitions each broker cleans at once (Kafka's log.cleaner.threads)."},
+		{Name: "log_cleaner_dedupe_buffer_size", Kind: KindInt, Default: strconv.Itoa(128 << 20), Min: 1 << 20, Max: 1 << 40,
+			Description: "Memory for the key -> offset map of all cleaner threads together; a dirty section with more keys than fit is cleaned in several passes (Kafka's log.cleaner.dedupe.buffer.size)."},
+		{Name: "log_cleaner_io_max_bytes_per_second", Kind: KindInt, Default: "0", Min: 0, Max: 1 << 50,
+			Description: "Bytes per second each cleaner thread may read and write together; 0: no limit (Kafka's log.cleaner.io.max.bytes.per.second)."},
+		{Name: "log_cleaner_backoff_ms", Kind: KindInt, Default: "15000", Min: 10, Max: 1 << 40,
+			Description: "How long a cleaner thread sleeps when no partition needs cleaning (Kafka's log.cleaner.backoff.ms)."},
+		{Name: "log_cleaner_min_cleanable_ratio", Kind: KindString, Default: "0.5", Check: CheckRatio,
+			Description: "Default min.cleanable.dirty.ratio of topics: a partition is cleaned once this share of its cleanable bytes is dirty (Kafka's log.cleaner.min.cleanable.ratio)."},
+		{Name: "log_cleaner_min_compaction_lag_ms", Kind: KindInt, Default: "0", Min: 0, Max: 1 << 62,
+			Description: "Default min.compaction.lag.ms of topics: records younger than this are never compacted (Kafka's log.cleaner.min.compaction.lag.ms)."},
+		{Name: "log_cleaner_max_compaction_lag_ms", Kind: KindInt, Default: "9223372036854775807", Min: 1, Max: 1<<63 - 1,
+			Description: "Default max.compaction.lag.ms of topics: a record older than this is compacted whatever the dirty ratio (Kafka's log.cleaner.max.compaction.lag.ms)."},
+		{Name: "log_cleaner_delete_retention_ms", Kind: KindInt, Default: strconv.Itoa(day), Min: 0, Max: 1 << 62,
+			Description: "Default delete.retention.ms of topics: how long a tombstone is kept after the cleaner first keeps it (Kafka's log.cleaner.delete.retention.ms)."},
 		{Name: "kafka_batch_max_bytes", Kind: KindInt, Default: "1048576", Min: 1 << 10, Max: 1 << 30,
 			Description: "Default max.message.bytes of topics: the largest record batch a producer may write."},
 		{Name: "fetch_max_bytes", Kind: KindInt, Default: "57671680", Min: 1 << 10, Max: 1 << 31,
@@ -257,5 +286,31 @@ func (v *Values) Replace(explicit map[string]string) error {
 	}
 	v.set = maps.Clone(explicit)
 	v.version++
+	return nil
+}
+
+// CheckCleanupPolicy accepts Kafka's cleanup.policy values: delete,
+// compact, or both, comma-separated in either order.
+func CheckCleanupPolicy(v string) error {
+	seen := map[string]bool{}
+	for _, p := range strings.Split(v, ",") {
+		p = strings.TrimSpace(p)
+		if p != "delete" && p != "compact" {
+			return fmt.Errorf("must be a list of delete and compact")
+		}
+		if seen[p] {
+			return fmt.Errorf("lists %s twice", p)
+		}
+		seen[p] = true
+	}
+	return nil
+}
+
+// CheckRatio accepts a decimal number between 0 and 1.
+func CheckRatio(v string) error {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || f > 1 {
+		return fmt.Errorf("must be a number between 0 and 1")
+	}
 	return nil
 }

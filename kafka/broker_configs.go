@@ -73,6 +73,16 @@ var kafkaPropertyNames = map[string]string{
 	"offsets.topic.num.partitions":        "group_topic_partitions",
 	"leader.replication.throttled.rate":   "leader_replication_throttled_rate",
 	"follower.replication.throttled.rate": "follower_replication_throttled_rate",
+	"log.cleanup.policy":                  "log_cleanup_policy",
+	"log.cleaner.enable":                  "log_cleaner_enabled",
+	"log.cleaner.threads":                 "log_cleaner_threads",
+	"log.cleaner.dedupe.buffer.size":      "log_cleaner_dedupe_buffer_size",
+	"log.cleaner.io.max.bytes.per.second": "log_cleaner_io_max_bytes_per_second",
+	"log.cleaner.backoff.ms":              "log_cleaner_backoff_ms",
+	"log.cleaner.min.cleanable.ratio":     "log_cleaner_min_cleanable_ratio",
+	"log.cleaner.min.compaction.lag.ms":   "log_cleaner_min_compaction_lag_ms",
+	"log.cleaner.max.compaction.lag.ms":   "log_cleaner_max_compaction_lag_ms",
+	"log.cleaner.delete.retention.ms":     "log_cleaner_delete_retention_ms",
 }
 
 // kafkaNameOf is the Kafka name of each weir property that has one.

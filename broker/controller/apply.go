@@ -249,7 +249,7 @@ func (t *txn) unregisterBroker(c UnregisterBroker) Result {
 // liveBrokers lists the brokers live at the command's time, by node id.
 func (t *txn) liveBrokers() []BrokerRegistration { return t.next.liveAt(t.nowMs) }
 
-func (t *txn) validateConfigs(configs map[string]string) error {
+func (t *txn) validateConfigs(rules ConfigRules, configs map[string]string) error {
 	keys := make([]string, 0, len(configs))
 	for k := range configs {
 		keys = append(keys, k)
@@ -260,7 +260,7 @@ func (t *txn) validateConfigs(configs map[string]string) error {
 			return errorf(kerr.InvalidConfig, "empty config name")
 		}
 		if t.opts.ValidateTopicConfig != nil {
-			if err := t.opts.ValidateTopicConfig(k, configs[k]); err != nil {
+			if err := t.opts.ValidateTopicConfig(rules.orCurrent(), k, configs[k]); err != nil {
 				return kerrOr(err, kerr.InvalidConfig)
 			}
 		}
@@ -364,7 +364,7 @@ func (t *txn) createTopic(c CreateTopic) Result {
 			return Result{Err: errorf(kerr.InvalidReplicationFactor, "topic %q: replication factor %d is below 1", c.Name, c.ReplicationFactor)}
 		}
 	}
-	if err := t.validateConfigs(c.Configs); err != nil {
+	if err := t.validateConfigs(c.ConfigRules, c.Configs); err != nil {
 		return Result{Err: err}
 	}
 	if assignment == nil {
@@ -476,7 +476,7 @@ func (t *txn) alterTopicConfig(c AlterTopicConfig) Result {
 		switch op.Op {
 		case ConfigSet:
 			if t.opts.ValidateTopicConfig != nil {
-				if err := t.opts.ValidateTopicConfig(op.Name, op.Value); err != nil {
+				if err := t.opts.ValidateTopicConfig(c.ConfigRules.orCurrent(), op.Name, op.Value); err != nil {
 					return Result{Err: kerrOr(err, kerr.InvalidConfig)}
 				}
 			}

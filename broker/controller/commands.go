@@ -95,7 +95,7 @@ func (t CommandType) String() string {
 // (and teach decodeCommand the old one) when a command's fields change.
 var currentVersion = map[CommandType]uint8{
 	CmdInitCluster: 1, CmdRegisterBroker: 2, CmdHeartbeat: 1, CmdUnregisterBroker: 1,
-	CmdCreateTopic: 1, CmdDeleteTopic: 1, CmdCreatePartitions: 1, CmdAlterTopicConfig: 1,
+	CmdCreateTopic: 2, CmdDeleteTopic: 1, CmdCreatePartitions: 1, CmdAlterTopicConfig: 2,
 	CmdSetClusterProperties: 1, CmdSetLicense: 1, CmdReportLeader: 1, CmdAllocateProducerIDs: 1,
 	CmdAlterScramCredentials: 1, CmdCreateACLs: 1, CmdDeleteACLs: 1, CmdAlterClientQuotas: 1,
 	CmdReassignPartition: 1, CmdCompleteReassignment: 1,
@@ -162,6 +162,37 @@ type CreateTopic struct {
 	Configs           map[string]string `json:"configs,omitempty"`
 	Internal          bool              `json:"internal,omitempty"`
 	PlacementSeed     uint32            `json:"placement_seed"`
+	// ConfigRules is the topic config rules Configs are checked by; see
+	// ConfigRules.
+	ConfigRules ConfigRules `json:"-"`
+}
+
+// ConfigRules numbers the topic config validators over releases. It is
+// the version of the CreateTopic and AlterTopicConfig entry (not a JSON
+// field): an entry written by an older release is checked by the rules
+// of that release when the log is replayed, so a value refused then
+// stays refused and states never diverge. 0 in a command built in
+// process means the current rules.
+//
+//	1: cleanup.policy=delete only and the first seven topic configs.
+//	2: compaction (cleanup.policy compact, its lag, ratio and tombstone
+//	   configs) and the other topic configs of Kafka 4.x.
+type ConfigRules uint8
+
+// CurrentConfigRules is the rules this release writes.
+const CurrentConfigRules ConfigRules = 2
+
+// version is the entry version of a command checked by these rules.
+func (r ConfigRules) version() uint8 { return uint8(r.orCurrent()) }
+
+func (c CreateTopic) version() uint8      { return c.ConfigRules.version() }
+func (c AlterTopicConfig) version() uint8 { return c.ConfigRules.version() }
+
+func (r ConfigRules) orCurrent() ConfigRules {
+	if r == 0 {
+		return CurrentConfigRules
+	}
+	return r
 }
 
 // TopicRef names a topic by ID, by name, or both (then both must match).
@@ -210,6 +241,8 @@ type AlterTopicConfig struct {
 	TopicRef
 	Ops     []ConfigOp `json:"ops"`
 	Replace bool       `json:"replace,omitempty"`
+	// ConfigRules: as CreateTopic's.
+	ConfigRules ConfigRules `json:"-"`
 }
 
 // PropertyChange sets a cluster property, or with Reset returns it to its
@@ -289,6 +322,9 @@ func Encode(e Entry) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: type %d", ErrUnsupportedVersion, t)
 	}
+	if v, ok := e.Cmd.(interface{ version() uint8 }); ok {
+		ver = v.version()
+	}
 	if e.TimeMs <= 0 {
 		return nil, fmt.Errorf("%w: time %d is not positive", ErrMalformed, e.TimeMs)
 	}
@@ -353,13 +389,25 @@ func decodeCommand(t CommandType, ver uint8, body []byte) (Command, error) {
 	case CmdUnregisterBroker:
 		return decodeBody[UnregisterBroker](body)
 	case CmdCreateTopic:
-		return decodeBody[CreateTopic](body)
+		c, err := decodeBody[CreateTopic](body)
+		if err == nil {
+			ct := c.(CreateTopic)
+			ct.ConfigRules = ConfigRules(ver)
+			c = ct
+		}
+		return c, err
 	case CmdDeleteTopic:
 		return decodeBody[DeleteTopic](body)
 	case CmdCreatePartitions:
 		return decodeBody[CreatePartitions](body)
 	case CmdAlterTopicConfig:
-		return decodeBody[AlterTopicConfig](body)
+		c, err := decodeBody[AlterTopicConfig](body)
+		if err == nil {
+			ac := c.(AlterTopicConfig)
+			ac.ConfigRules = ConfigRules(ver)
+			c = ac
+		}
+		return c, err
 	case CmdSetClusterProperties:
 		return decodeBody[SetClusterProperties](body)
 	case CmdSetLicense:

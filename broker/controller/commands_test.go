@@ -19,10 +19,10 @@ func allCommands() []Command {
 			Listeners: []ListenerEndpoint{{Name: "PLAINTEXT", Addr: "h:9092"}, {Name: "SSL", Addr: "h:9093", SecurityProtocol: "SSL"}}},
 		Heartbeat{NodeID: 1, Epoch: 7},
 		UnregisterBroker{NodeID: 1, Epoch: 7},
-		CreateTopic{Name: "t", ID: topicID(1), Partitions: 3, ReplicationFactor: 2, Assignment: [][]int32{{1, 2}}, Configs: map[string]string{"b": "2", "a": "1"}, Internal: true, PlacementSeed: 99},
+		CreateTopic{Name: "t", ID: topicID(1), Partitions: 3, ReplicationFactor: 2, Assignment: [][]int32{{1, 2}}, Configs: map[string]string{"b": "2", "a": "1"}, Internal: true, PlacementSeed: 99, ConfigRules: CurrentConfigRules},
 		DeleteTopic{TopicRef{Name: "t", ID: topicID(1)}},
 		CreatePartitions{TopicRef: TopicRef{Name: "t"}, Total: 5, Assignment: [][]int32{{2, 1}}, PlacementSeed: 3},
-		AlterTopicConfig{TopicRef: TopicRef{ID: topicID(1)}, Ops: []ConfigOp{{Name: "x", Value: "1"}, {Name: "y", Op: ConfigDelete}}, Replace: true},
+		AlterTopicConfig{TopicRef: TopicRef{ID: topicID(1)}, Ops: []ConfigOp{{Name: "x", Value: "1"}, {Name: "y", Op: ConfigDelete}}, Replace: true, ConfigRules: CurrentConfigRules},
 		SetClusterProperties{ExpectedVersion: -1, Changes: []PropertyChange{{Name: "p", Value: "v"}, {Name: "q", Reset: true}}},
 		SetLicense{Blob: []byte{0, 1, 2, 255}},
 		ReportLeader{TopicID: topicID(1), Partition: 2, Leader: 3, LeaderEpoch: 4, Term: 5},
@@ -71,7 +71,7 @@ func TestEncodeDecodeEveryCommand(t *testing.T) {
 // TestCommandFormatPinned: the bytes of a version 1 command never change
 // (old logs must replay); a change of format needs a new version.
 func TestCommandFormatPinned(t *testing.T) {
-	b, err := Encode(Entry{TimeMs: 0x0102030405, Cmd: CreateTopic{Name: "t", ID: TopicID{1}, Partitions: 1, ReplicationFactor: 1, Configs: map[string]string{"b": "2", "a": "1"}, PlacementSeed: 5}})
+	b, err := Encode(Entry{TimeMs: 0x0102030405, Cmd: CreateTopic{Name: "t", ID: TopicID{1}, Partitions: 1, ReplicationFactor: 1, Configs: map[string]string{"b": "2", "a": "1"}, PlacementSeed: 5, ConfigRules: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,9 +80,22 @@ func TestCommandFormatPinned(t *testing.T) {
 	if !bytes.Equal(b, want) {
 		t.Fatalf("got\n%q\nwant\n%q", b, want)
 	}
-	// And the pinned bytes decode.
-	if _, err := Decode(want); err != nil {
+	// And the pinned bytes decode, under the rules they were written by.
+	e, err := Decode(want)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if r := e.Cmd.(CreateTopic).ConfigRules; r != 1 {
+		t.Fatalf("version 1 entry decoded with config rules %d", r)
+	}
+	// Version 2 differs from 1 only in the rules its configs are checked by.
+	b, err = Encode(Entry{TimeMs: 0x0102030405, Cmd: CreateTopic{Name: "t", ID: TopicID{1}, Partitions: 1, ReplicationFactor: 1, Configs: map[string]string{"b": "2", "a": "1"}, PlacementSeed: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want[2] = 2
+	if !bytes.Equal(b, want) {
+		t.Fatalf("got\n%q\nwant\n%q", b, want)
 	}
 }
 

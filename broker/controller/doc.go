@@ -36,10 +36,14 @@
 //
 // Validators (Options.ValidateTopicConfig, the property registry,
 // Options.ValidateLicense) run inside Apply, so they must be pure and the
-// same on every voter. A release that makes them accept something new must
-// not propose it before every controller runs that release (gate it on a
-// cluster feature version); a release that makes them refuse what an older
-// one accepted would make replays diverge, so it must not.
+// same on every voter. Topic configs are checked under ConfigRules, the
+// version of the CreateTopic or AlterTopicConfig entry: a release that
+// accepts new names or values raises CurrentConfigRules and keeps the old
+// rules for old entries, so a replay refuses what was refused when the
+// entry was first applied. Older releases answer an entry of rules they do
+// not know with UNSUPPORTED_VERSION, so new configs wait until every
+// controller runs the new release. A release that makes a validator refuse
+// what an older one accepted would make replays diverge, so it must not.
 //
 // # Views
 //

@@ -14,7 +14,7 @@ import (
 const t0 = int64(1_700_000_000_000)
 
 // testValidateTopicConfig stands in for broker.ValidateTopicConfig.
-func testValidateTopicConfig(name, value string) error {
+func testValidateTopicConfig(_ ConfigRules, name, value string) error {
 	switch name {
 	case "retention.ms", "segment.bytes":
 		if _, err := strconv.ParseInt(value, 10, 64); err != nil {

@@ -196,9 +196,10 @@ type Options struct {
 	// applied, is not live. Default 9s (Kafka's broker.session.timeout.ms).
 	BrokerSessionTimeout time.Duration
 	// ValidateTopicConfig checks one explicit topic config being set
-	// (broker.ValidateTopicConfig). nil accepts every value. An error not
-	// wrapping a kerr.Error becomes INVALID_CONFIG.
-	ValidateTopicConfig func(name, value string) error
+	// (broker.ValidateTopicConfig) under the given rules. nil accepts
+	// every value. An error not wrapping a kerr.Error becomes
+	// INVALID_CONFIG.
+	ValidateTopicConfig func(rules ConfigRules, name, value string) error
 	// Properties is the registry cluster properties are checked against;
 	// nil means config.NewRegistry().
 	Properties *config.Registry
