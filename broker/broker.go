@@ -84,6 +84,8 @@ type Broker struct {
 
 	// groups is the group coordinator, set once __consumer_offsets exists.
 	groups atomic.Pointer[group.Coordinator]
+	// cleaner compacts the local replicas of compacted topics (cleaner.go).
+	cleaner *logCleaner
 
 	stop chan struct{}
 	done sync.WaitGroup
@@ -150,6 +152,7 @@ func Open(opts Options) (*Broker, error) {
 	b.every(replicaProgressEvery, b.reportProgress)
 	b.every(replicaProgressEvery, b.maintainLeaders)
 	b.every(opts.RetentionCheckInterval, func() { b.EnforceRetention(context.Background()) })
+	b.startCleaner()
 	// Reads the coalescer retained for later fetches go once they aged,
 	// also when no newer read comes to push them out.
 	b.every(coalescer.DefaultRetainFor/2, b.coalescer.Expire)
@@ -264,6 +267,45 @@ func (b *Broker) every(interval time.Duration, fn func()) {
 		}
 	}()
 }
+
+// startCleaner starts the log cleaner's threads, stopped with the broker.
+func (b *Broker) startCleaner() {
+	b.cleaner = newLogCleaner(b.cleanTargets, b.props, b.now, b.logger)
+	if b.registerer != nil && !b.props.Bool("disable_metrics") {
+		if err := b.registerer.Register(b.cleaner); err != nil {
+			b.logger.Warn("registering log cleaner metrics", "err", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.done.Add(1)
+	go func() {
+		defer b.done.Done()
+		<-b.stop
+		cancel()
+	}()
+	b.cleaner.start(ctx, &b.done, int(b.props.Int("log_cleaner_threads")))
+}
+
+// cleanTargets lists the local replicas of compacted topics.
+func (b *Broker) cleanTargets() []cleanTarget {
+	var out []cleanTarget
+	for _, t := range b.Topics() {
+		c, ok := compactionOf(b.TopicConfig(t))
+		if !ok {
+			continue
+		}
+		for _, p := range t.partitions() {
+			if p != nil && p.log != nil {
+				out = append(out, cleanTarget{topic: t, p: p, c: c})
+			}
+		}
+	}
+	return out
+}
+
+// CleanLogs wakes the log cleaner to look for work now, as it does every
+// log_cleaner_backoff_ms.
+func (b *Broker) CleanLogs() { b.cleaner.poke() }
 
 // EnforceRetention applies retention.ms and retention.bytes to every
 // partition now.

@@ -517,27 +517,43 @@ func (p *Partition) catchUp(meta snapshotMeta) error {
 			continue
 		}
 		if len(chunk.Records) == 0 {
-			return fmt.Errorf("leader returned no records at %d (its log %d..%d)", from, chunk.LogStart, chunk.End)
+			// The leader's cleaner removed everything up to meta.End.
+			if err := l.SkipTo(meta.End, chunk.Cleaned); err != nil {
+				return fmt.Errorf("leader returned no records at %d (its log %d..%d, cleaned below %d): %w", from, chunk.LogStart, chunk.End, chunk.Cleaned, err)
+			}
+			continue
 		}
-		if _, err := l.AppendReplicated(chunk.Records); err != nil {
+		if _, err := l.AppendCopied(chunk.Records, chunk.Cleaned); err != nil {
 			return p.fail(err)
 		}
 	}
 	return nil
 }
 
-// recordChunk is a run of batches read from another replica's log.
+// recordChunk is a run of batches read from another replica's log, which
+// may have holes below Cleaned, that replica's cleaner checkpoint (each
+// replica compacts on its own).
 type recordChunk struct {
-	LogStart, End int64
-	Records       []byte
+	LogStart, End, Cleaned int64
+	Records                []byte
 }
 
-// Encoding of partition.read responses: int64 log start, int64 log end,
-// then whole batches.
+// Encoding of partition.read responses: int64 -2 (a log start is never
+// negative, which tells this form from the older one), int64 log start,
+// int64 log end, int64 cleaner checkpoint, then whole batches. The older
+// form, without the marker and the checkpoint, comes from a replica
+// running a release without compaction, whose log has no holes.
+const chunkWithCleaned = -2
+
+// chunkWithCleanedBits is chunkWithCleaned as written on the wire.
+const chunkWithCleanedBits = 1<<64 - 2
+
 func (c recordChunk) encode() []byte {
-	out := make([]byte, 16, 16+len(c.Records))
-	binary.BigEndian.PutUint64(out, uint64(c.LogStart))
-	binary.BigEndian.PutUint64(out[8:], uint64(c.End))
+	out := make([]byte, 32, 32+len(c.Records))
+	binary.BigEndian.PutUint64(out, chunkWithCleanedBits)
+	binary.BigEndian.PutUint64(out[8:], uint64(c.LogStart))
+	binary.BigEndian.PutUint64(out[16:], uint64(c.End))
+	binary.BigEndian.PutUint64(out[24:], uint64(c.Cleaned))
 	return append(out, c.Records...)
 }
 
@@ -545,7 +561,17 @@ func decodeRecordChunk(b []byte) (recordChunk, error) {
 	if len(b) < 16 {
 		return recordChunk{}, errors.New("short partition.read response")
 	}
-	c := recordChunk{LogStart: int64(binary.BigEndian.Uint64(b)), End: int64(binary.BigEndian.Uint64(b[8:])), Records: b[16:]}
+	var c recordChunk
+	if int64(binary.BigEndian.Uint64(b)) == chunkWithCleaned {
+		if len(b) < 32 {
+			return recordChunk{}, errors.New("short partition.read response")
+		}
+		c = recordChunk{LogStart: int64(binary.BigEndian.Uint64(b[8:])), End: int64(binary.BigEndian.Uint64(b[16:])),
+			Cleaned: int64(binary.BigEndian.Uint64(b[24:])), Records: b[32:]}
+	} else {
+		c = recordChunk{LogStart: int64(binary.BigEndian.Uint64(b)), End: int64(binary.BigEndian.Uint64(b[8:])), Records: b[16:]}
+		c.Cleaned = c.LogStart
+	}
 	if _, err := log.ValidateBatches(c.Records); err != nil {
 		return recordChunk{}, err
 	}

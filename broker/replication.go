@@ -632,27 +632,38 @@ func (rs *Replicas) servePartitionRead(ctx context.Context, _ string, data []byt
 	if p == nil {
 		return nil, fmt.Errorf("no replica of %s here", req.Group)
 	}
-	c := recordChunk{LogStart: p.log.LogStartOffset(), End: p.log.EndOffset()}
-	if req.From < c.LogStart {
-		return c.encode(), nil
+	c, err := p.readChunk(req.From, req.UpTo)
+	if err != nil {
+		return nil, err
 	}
-	upTo := min(req.UpTo, p.HighWatermark())
-	if req.From < upTo {
-		recs, err := p.log.Read(req.From, pullChunkBytes, log.Strict, upTo)
+	if err := rs.leaderThrottle.wait(ctx, len(c.Records), int64(rs.props.Int("leader_replication_throttled_rate"))); err != nil {
+		return nil, err
+	}
+	return c.encode(), nil
+}
+
+// readChunk reads up to pullChunkBytes of whole batches from from, none
+// past upTo or the high watermark, for a replica catching up.
+func (p *Partition) readChunk(from, upTo int64) (recordChunk, error) {
+	c := recordChunk{LogStart: p.log.LogStartOffset(), End: p.log.EndOffset()}
+	upTo = min(upTo, p.HighWatermark())
+	if from >= c.LogStart && from < upTo {
+		recs, err := p.log.Read(from, pullChunkBytes, log.Strict, upTo)
 		if err != nil {
-			return nil, err
+			return recordChunk{}, err
 		}
-		if len(recs) == 0 { // one batch larger than the chunk
-			if recs, err = p.log.Read(req.From, pullChunkBytes, log.Obligatory, upTo); err != nil {
-				return nil, err
+		if len(recs) == 0 { // one batch larger than the chunk, or a hole
+			if recs, err = p.log.Read(from, pullChunkBytes, log.Obligatory, upTo); err != nil {
+				return recordChunk{}, err
 			}
 		}
 		c.Records = recs
-		if err := rs.leaderThrottle.wait(ctx, len(recs), int64(rs.props.Int("leader_replication_throttled_rate"))); err != nil {
-			return nil, err
-		}
 	}
-	return c.encode(), nil
+	// Read after the records: whatever holes they show, the cleaner
+	// checkpoint already covered when they were read (it only rises, but
+	// for a truncation, which no committed record below it survives).
+	c.Cleaned = p.log.FirstDirtyOffset()
+	return c, nil
 }
 
 func (rs *Replicas) replicaByGroup(name string) *Partition {

@@ -175,6 +175,14 @@ func logConfig(entries []ConfigEntry) log.Config {
 	c.SegmentMs = configInt(entries, "segment.ms")
 	c.RetentionMs = configInt(entries, "retention.ms")
 	c.RetentionBytes = configInt(entries, "retention.bytes")
+	if policyHas(configValue(entries, "cleanup.policy"), "compact") {
+		// A record older than max.compaction.lag.ms must become
+		// cleanable, and only closed segments are: the active segment
+		// rolls by then (Kafka's LogConfig.maxSegmentMs).
+		if lag := configInt(entries, "max.compaction.lag.ms"); lag > 0 {
+			c.SegmentMs = min(c.SegmentMs, lag)
+		}
+	}
 	if !policyHas(configValue(entries, "cleanup.policy"), "delete") {
 		// compact alone: nothing is deleted by age or size (Kafka's
 		// meaning); the cleaner alone shrinks the log.

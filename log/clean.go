@@ -133,6 +133,10 @@ type CleanableBytes struct {
 	FirstDirty   int64 // where the next pass starts deduplicating
 	CleanableEnd int64 // first offset a clean with these options leaves alone
 	Clean, Dirty int64 // bytes of segments below and from FirstDirty
+	// DirtySince is the earliest timestamp (Unix ms) of the first batch
+	// of a dirty segment, -1 when there is none: the age that
+	// max.compaction.lag.ms is judged by, as Kafka judges it.
+	DirtySince int64
 }
 
 // DirtyRatio is Dirty / (Clean + Dirty), 0 for nothing cleanable.
@@ -198,12 +202,23 @@ func (l *Log) Cleanable(opts CleanOptions) (CleanableBytes, error) {
 	o := opts.normalized(l.cfg)
 	k := l.cleanableCount(o, o.Now().UnixMilli())
 	first := max(l.cleanedTo, l.logStart)
-	c := CleanableBytes{FirstDirty: first, CleanableEnd: l.segs[k].base}
+	c := CleanableBytes{FirstDirty: first, CleanableEnd: l.segs[k].base, DirtySince: -1}
+	hdr := make([]byte, batchHeaderLen)
 	for i := range k {
+		s := l.segs[i]
 		if l.segs[i+1].base <= first {
-			c.Clean += l.segs[i].size
-		} else {
-			c.Dirty += l.segs[i].size
+			c.Clean += s.size
+			continue
+		}
+		c.Dirty += s.size
+		if s.size < batchHeaderLen {
+			continue
+		}
+		if err := readFull(s.log, hdr, 0); err != nil {
+			return CleanableBytes{}, readErr(s, err)
+		}
+		if ts := parseHeader(hdr).MaxTimestamp; ts >= 0 && (c.DirtySince < 0 || ts < c.DirtySince) {
+			c.DirtySince = ts
 		}
 	}
 	c.FirstDirty = min(c.FirstDirty, c.CleanableEnd)

@@ -476,6 +476,10 @@ func TestCleanBounds(t *testing.T) {
 	if err != nil || c.CleanableEnd != bases[2] || c.Dirty == 0 || c.Clean != 0 || c.DirtyRatio() != 1 {
 		t.Fatalf("cleanable %+v %v", c, err)
 	}
+	// The first batch was stamped at 2,000 ms.
+	if c.DirtySince != 2_000 {
+		t.Fatalf("dirty since %d, want 2000", c.DirtySince)
+	}
 	st, err := l.Clean(context.Background(), CleanOptions{UpTo: bases[2] + 1})
 	if err != nil || st.CleanedTo != bases[2] {
 		t.Fatalf("clean: %+v %v", st, err)
@@ -488,7 +492,7 @@ func TestCleanBounds(t *testing.T) {
 		t.Fatalf("log start moved to %d", l.LogStartOffset())
 	}
 	c, _ = l.Cleanable(CleanOptions{UpTo: bases[2]})
-	if c.Dirty != 0 || c.Clean == 0 || c.DirtyRatio() != 0 {
+	if c.Dirty != 0 || c.Clean == 0 || c.DirtyRatio() != 0 || c.DirtySince != -1 {
 		t.Fatalf("after clean: %+v", c)
 	}
 	// A lag covering the last 10 seconds stops at the first segment

@@ -246,7 +246,7 @@ func (l *Log) Append(records []byte, opts AppendOptions) (AppendResult, error) {
 // produce path validates before its idempotence checks and so would
 // otherwise compute every batch's CRC twice.
 func (l *Log) AppendValidated(records []byte, hs []BatchHeader, opts AppendOptions) (AppendResult, error) {
-	return l.appendBatches(records, hs, true, opts)
+	return l.appendBatches(records, hs, true, false, opts)
 }
 
 // AppendReplicated appends batches copied byte for byte from another
@@ -268,14 +268,15 @@ func (l *Log) AppendReplicated(records []byte) (AppendResult, error) {
 			return AppendResult{}, fmt.Errorf("%w: batch %d starts at offset %d, want %d", ErrOffsetMismatch, i, hs[i].BaseOffset, want)
 		}
 	}
-	return l.appendBatches(records, hs, false, AppendOptions{})
+	return l.appendBatches(records, hs, false, false, AppendOptions{})
 }
 
 // appendBatches is the write path of AppendValidated (stamp set: assign
 // offsets from the log end and stamp opts into the caller's buffer) and
 // AppendReplicated (stamp unset: the batches must already start at the log
-// end and are written as they are).
-func (l *Log) appendBatches(records []byte, hs []BatchHeader, stamp bool, opts AppendOptions) (AppendResult, error) {
+// end and are written as they are; with gaps, AppendCopied's, they may
+// start past it).
+func (l *Log) appendBatches(records []byte, hs []BatchHeader, stamp, gaps bool, opts AppendOptions) (AppendResult, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	cfg, err := l.writable()
@@ -284,15 +285,18 @@ func (l *Log) appendBatches(records []byte, hs []BatchHeader, stamp bool, opts A
 	}
 	// The writer is the only mutator, so reading segs/end without mu is safe.
 	seg, next := l.active(), l.end
-	if !stamp && len(hs) > 0 && hs[0].BaseOffset != next {
+	if !stamp && len(hs) > 0 && (hs[0].BaseOffset < next || hs[0].BaseOffset > next && !gaps) {
 		return AppendResult{}, fmt.Errorf("%w: replicated batches start at offset %d, log end is %d", ErrOffsetMismatch, hs[0].BaseOffset, next)
 	}
 	nowMs := cfg.Now().UnixMilli()
-	var count int64
+	last := next - 1
 	for _, h := range hs {
-		count += int64(h.LastOffsetDelta) + 1
+		last += int64(h.LastOffsetDelta) + 1
 	}
-	if l.shouldRoll(seg, cfg, int64(len(records)), next+count-1, nowMs) {
+	if !stamp && len(hs) > 0 {
+		last = hs[len(hs)-1].LastOffset()
+	}
+	if l.shouldRoll(seg, cfg, int64(len(records)), last, nowMs) {
 		if seg, err = l.roll(cfg.IndexIntervalBytes); err != nil {
 			return AppendResult{}, err
 		}
@@ -309,7 +313,7 @@ func (l *Log) appendBatches(records []byte, hs []BatchHeader, stamp bool, opts A
 			}
 		}
 		x.add(h, seg.size+int64(pos))
-		off += int64(h.LastOffsetDelta) + 1
+		off = h.LastOffset() + 1
 		pos += h.Size()
 	}
 	if _, err := seg.log.WriteAt(records, seg.size); err != nil {
@@ -336,6 +340,9 @@ func (l *Log) appendBatches(records []byte, hs []BatchHeader, stamp bool, opts A
 	l.appended.Add(int64(len(records)))
 
 	res := AppendResult{BaseOffset: next, LastOffset: off - 1, LogAppendTime: -1, LogStartOffset: start}
+	if gaps {
+		res.BaseOffset = hs[0].BaseOffset
+	}
 	switch {
 	case stamp && opts.LogAppendTime > 0:
 		res.LogAppendTime = opts.LogAppendTime

@@ -1,0 +1,202 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/weir-broker/weir/log"
+	"github.com/weir-broker/weir/raft"
+)
+
+// keyedRecord is one record read back from a log.
+type keyedRecord struct {
+	offset     int64
+	key, value string
+}
+
+// logRecords reads every record of l.
+func logRecords(t *testing.T, l *log.Log) []keyedRecord {
+	t.Helper()
+	var out []keyedRecord
+	off, end := l.LogStartOffset(), l.EndOffset()
+	for range 100_000 {
+		if off >= end {
+			return out
+		}
+		b, err := l.Read(off, 1<<20, log.Obligatory, end)
+		if err != nil {
+			t.Fatalf("read at %d: %v", off, err)
+		}
+		if len(b) == 0 {
+			return out
+		}
+		hs, err := log.ValidateBatches(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos := 0
+		for _, h := range hs {
+			err := log.ForEachRecord(b[pos:pos+h.Size()], func(r log.Record) bool {
+				out = append(out, keyedRecord{r.Offset, string(r.Key), string(r.Value)})
+				return true
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pos += h.Size()
+			off = h.LastOffset() + 1
+		}
+	}
+	t.Fatal("log read did not finish")
+	return nil
+}
+
+// checkCompacted: every key's latest record is there at its offset, and
+// no record survives that a later record of its key below cleanedTo
+// superseded. written is every record written, in offset order.
+func checkCompacted(t *testing.T, got, written []keyedRecord, cleanedTo int64) {
+	t.Helper()
+	latest, latestBelow := map[string]keyedRecord{}, map[string]int64{}
+	for _, r := range written {
+		latest[r.key] = r
+		if r.offset < cleanedTo {
+			latestBelow[r.key] = r.offset
+		}
+	}
+	found := map[string]bool{}
+	for _, r := range got {
+		want := latest[r.key]
+		if r.offset == want.offset {
+			if r.value != want.value {
+				t.Fatalf("key %s at %d: %q, want %q", r.key, r.offset, r.value, want.value)
+			}
+			found[r.key] = true
+		} else if r.offset < latestBelow[r.key] {
+			t.Fatalf("key %s: record at %d survived, superseded at %d below the cleaned offset %d", r.key, r.offset, latestBelow[r.key], cleanedTo)
+		}
+	}
+	for k, r := range latest {
+		if !found[k] {
+			t.Fatalf("key %s: latest record at %d is gone", k, r.offset)
+		}
+	}
+}
+
+// TestCleanerCompactsTopic: the broker's cleaner compacts a topic whose
+// cleanup.policy is compact, up to what it checkpointed, and leaves a
+// delete-policy topic alone.
+func TestCleanerCompactsTopic(t *testing.T) {
+	b := openTestBroker(t, t.TempDir())
+	cfg := map[string]string{"cleanup.policy": "compact", "segment.bytes": "1024", "min.cleanable.dirty.ratio": "0.01", "retention.ms": "1"}
+	mustCreate(t, b, "compacted", 1, cfg)
+	mustCreate(t, b, "deleted", 1, map[string]string{"segment.bytes": "1024"})
+	var written []keyedRecord
+	for i := range 300 {
+		kv := log.KeyValue{Key: fmt.Appendf(nil, "k%d", i%10), Value: fmt.Appendf(nil, "v%d", i)}
+		for _, topic := range []string{"compacted", "deleted"} {
+			res, err := b.Produce(context.Background(), topic, 0, log.BuildBatch(time.Now().UnixMilli(), []log.KeyValue{kv}), ProduceOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if topic == "compacted" {
+				written = append(written, keyedRecord{res.BaseOffset, string(kv.Key), string(kv.Value)})
+			}
+		}
+	}
+	p := b.Topic("compacted").Partition(0)
+	deadline := time.Now().Add(30 * time.Second)
+	for p.log.FirstDirtyOffset() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the cleaner did not clean the compacted topic in 30 s")
+		}
+		b.CleanLogs()
+		time.Sleep(20 * time.Millisecond)
+	}
+	got := logRecords(t, p.log)
+	checkCompacted(t, got, written, p.log.FirstDirtyOffset())
+	if len(got) >= 300 || p.log.EndOffset() != 300 || p.log.LogStartOffset() != 0 {
+		t.Fatalf("%d records left, log [%d, %d)", len(got), p.log.LogStartOffset(), p.log.EndOffset())
+	}
+	// compact alone: retention.ms=1 deleted nothing.
+	b.EnforceRetention(context.Background())
+	if p.log.LogStartOffset() != 0 {
+		t.Fatalf("retention moved a compact-only topic's start to %d", p.log.LogStartOffset())
+	}
+	if d := b.Topic("deleted").Partition(0); d.log.FirstDirtyOffset() != 0 || len(logRecords(t, d.log)) != 300 {
+		t.Fatalf("a delete-policy topic was cleaned: first dirty %d", d.log.FirstDirtyOffset())
+	}
+}
+
+// TestSnapshotInstallFromCompactedLeader: a replica catching up from a
+// leader whose cleaner removed records copies the log with its holes,
+// ends where the snapshot ends, survives a restart and applies the next
+// entry at the same offset as the leader.
+func TestSnapshotInstallFromCompactedLeader(t *testing.T) {
+	leader := openReplayPartition(t, t.TempDir())
+	apply := func(p *Partition, index uint64, data []byte) applyResult {
+		t.Helper()
+		r := p.Apply(raft.Entry{Index: index, Term: 1, Data: data}).(applyResult)
+		if r.err != nil {
+			t.Fatalf("entry %d: %v", index, r.err)
+		}
+		return r
+	}
+	index := uint64(0)
+	for i := range 200 {
+		index++
+		kv := log.KeyValue{Key: fmt.Appendf(nil, "k%d", i%7), Value: fmt.Appendf(nil, "value-%d", i)}
+		apply(leader, index, encodeAppend(0, log.BuildBatch(partReplayNowMs, []log.KeyValue{kv})))
+	}
+	if _, err := leader.log.Clean(context.Background(), log.CleanOptions{UpTo: leader.HighWatermark()}); err != nil {
+		t.Fatal(err)
+	}
+	want := logRecords(t, leader.log)
+	if len(want) >= 200 || leader.log.FirstDirtyOffset() == 0 {
+		t.Fatalf("the leader's clean left %d records, cleaned to %d", len(want), leader.log.FirstDirtyOffset())
+	}
+	snap, err := leader.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta bytes.Buffer
+	if err := snap.Persist(&meta); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	follower := openReplayPartition(t, dir)
+	follower.pull = func(from, upTo int64) (recordChunk, error) {
+		c, err := leader.readChunk(from, upTo)
+		if err != nil {
+			return c, err
+		}
+		return decodeRecordChunk(c.encode()) // as it travels
+	}
+	if err := follower.Restore(bytes.NewReader(meta.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	same := func(what string, got []keyedRecord) {
+		t.Helper()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: %d records, the leader has %d\n got %v\nwant %v", what, len(got), len(want), got, want)
+		}
+	}
+	same("after the install", logRecords(t, follower.log))
+	if follower.log.EndOffset() != leader.log.EndOffset() {
+		t.Fatalf("follower ends at %d, leader at %d", follower.log.EndOffset(), leader.log.EndOffset())
+	}
+	if err := follower.log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	follower = openReplayPartition(t, dir)
+	same("after a restart", logRecords(t, follower.log))
+	next := log.BuildBatch(partReplayNowMs, []log.KeyValue{{Key: []byte("k0"), Value: []byte("next")}})
+	index++
+	a, b := apply(leader, index, encodeAppend(0, next)), apply(follower, index, encodeAppend(0, bytes.Clone(next)))
+	if a.append.BaseOffset != 200 || b.append.BaseOffset != 200 {
+		t.Fatalf("next entry at %d on the leader, %d on the follower; want 200", a.append.BaseOffset, b.append.BaseOffset)
+	}
+}
