@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/weir-broker/weir/log"
 	"github.com/weir-broker/weir/raft"
 )
@@ -198,5 +200,82 @@ func TestSnapshotInstallFromCompactedLeader(t *testing.T) {
 	a, b := apply(leader, index, encodeAppend(0, next)), apply(follower, index, encodeAppend(0, bytes.Clone(next)))
 	if a.append.BaseOffset != 200 || b.append.BaseOffset != 200 {
 		t.Fatalf("next entry at %d on the leader, %d on the follower; want 200", a.append.BaseOffset, b.append.BaseOffset)
+	}
+}
+
+// TestGroupTopicCompactedKeepsOffsets: __consumer_offsets is a compacted
+// topic; the cleaner shrinks it and the committed offsets are the same
+// after a restart replays what is left.
+func TestGroupTopicCompactedKeepsOffsets(t *testing.T) {
+	dir := t.TempDir()
+	b := openTestBroker(t, dir)
+	if got := configValue(b.TopicConfig(b.Topic(GroupTopic)), "cleanup.policy"); got != "compact" {
+		t.Fatalf("__consumer_offsets cleanup.policy %q", got)
+	}
+	if err := b.AlterTopicConfig(GroupTopic, []ConfigOp{{Name: "segment.bytes", Value: "2048"}, {Name: "min.cleanable.dirty.ratio", Value: "0.01"}}, false); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, b, "t", 4, nil)
+	commit := func(b *Broker, group string, offset int64) {
+		t.Helper()
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version = 9
+		req.Group, req.Generation = group, -1
+		rt := kmsg.OffsetCommitRequestTopic{Topic: "t"}
+		for p := range int32(4) {
+			rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitRequestTopicPartition{Partition: p, Offset: offset + int64(p), LeaderEpoch: -1})
+		}
+		req.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+		for _, tp := range b.Groups().OffsetCommit(req).Topics {
+			for _, p := range tp.Partitions {
+				if p.ErrorCode != 0 {
+					t.Fatalf("commit %s: error %d", group, p.ErrorCode)
+				}
+			}
+		}
+	}
+	fetch := func(b *Broker, group string) map[int32]int64 {
+		t.Helper()
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version = 7
+		req.Group = group
+		req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{0, 1, 2, 3}}}
+		out := map[int32]int64{}
+		for _, tp := range b.Groups().OffsetFetch(req).Topics {
+			for _, p := range tp.Partitions {
+				out[p.Partition] = p.Offset
+			}
+		}
+		return out
+	}
+	groups := []string{"alpha", "beta", "gamma"}
+	for i := range 150 {
+		commit(b, groups[i%3], int64(i))
+	}
+	want := map[string]map[int32]int64{}
+	for _, g := range groups {
+		want[g] = fetch(b, g)
+	}
+	p := b.Topic(GroupTopic).Partition(b.Groups().Partition("alpha"))
+	records := len(logRecords(t, p.log))
+	deadline := time.Now().Add(30 * time.Second)
+	for p.log.FirstDirtyOffset() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the cleaner did not compact __consumer_offsets in 30 s")
+		}
+		b.CleanLogs()
+		time.Sleep(20 * time.Millisecond)
+	}
+	if left := len(logRecords(t, p.log)); left >= records {
+		t.Fatalf("%d records after compaction, %d before", left, records)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = openTestBroker(t, dir)
+	for _, g := range groups {
+		if got := fetch(b, g); fmt.Sprint(got) != fmt.Sprint(want[g]) {
+			t.Fatalf("group %s after compaction and restart: %v, want %v", g, got, want[g])
+		}
 	}
 }

@@ -39,11 +39,10 @@ func (b *Broker) openGroups() error {
 			// Kafka's offsets.topic.replication.factor is 3; a cluster
 			// of fewer brokers gets one replica on each.
 			ReplicationFactor: int16(min(groupTopicReplicas, max(1, len(b.LiveBrokers())))),
-			// Offsets are kept by the coordinator's own rules (offset
-			// retention), never by time-based segment deletion.
-			// Small segments let compaction free space soon after it
-			// trims.
-			Configs: map[string]string{"retention.ms": "-1", "retention.bytes": "-1", "segment.bytes": "16777216"},
+			// Kafka's settings: compacted by key (the log cleaner keeps
+			// each offset's and group's latest record), never deleted
+			// by age or size; offsets.topic.segment.bytes.
+			Configs: groupTopicConfigs,
 		})
 		if errors.Is(err, kerr.TopicAlreadyExists) {
 			// Another broker starting with this one created it first;
@@ -60,6 +59,7 @@ func (b *Broker) openGroups() error {
 			return fmt.Errorf("create %s: %w", GroupTopic, err)
 		}
 	}
+	b.compactGroupTopic(t)
 	c := group.New(group.Options{
 		Store:    groupStore{b: b, topic: t},
 		Settings: b.groupSettings,
@@ -86,6 +86,27 @@ func (b *Broker) openGroups() error {
 	b.done.Add(1)
 	go b.offsetExpiryLoop()
 	return nil
+}
+
+// groupTopicConfigs are __consumer_offsets' topic configs at creation.
+var groupTopicConfigs = map[string]string{"cleanup.policy": "compact", "segment.bytes": "104857600"}
+
+// compactGroupTopic makes a __consumer_offsets created before the log
+// cleaner existed (cleanup.policy delete, kept in bounds by its
+// coordinator's own rewrites) a compacted topic, once: records keyed as
+// Kafka keys them were all it ever held, so the cleaner can take over.
+// While a controller of an older release refuses the change (a rolling
+// upgrade), it is tried again at every offset expiry round.
+func (b *Broker) compactGroupTopic(t *Topic) {
+	if policyHas(configValue(b.TopicConfig(t), "cleanup.policy"), "compact") {
+		return
+	}
+	err := b.AlterTopicConfig(GroupTopic, []ConfigOp{{Name: "cleanup.policy", Value: "compact"}}, false)
+	if err != nil {
+		b.logger.Warn("making __consumer_offsets compacted; will retry", "err", err)
+		return
+	}
+	b.logger.Info("__consumer_offsets is now compacted by the log cleaner (cleanup.policy=compact)")
 }
 
 // groupTopicReplicas is the replication factor of __consumer_offsets.
@@ -123,9 +144,9 @@ func (b *Broker) groupSettings() group.Settings {
 	}
 }
 
-// offsetExpiryLoop removes expired offsets of empty groups and compacts
-// __consumer_offsets, re-reading the interval each round so a property
-// change takes effect.
+// offsetExpiryLoop removes expired offsets of empty groups, re-reading
+// the interval each round so a property change takes effect. (The log
+// cleaner compacts __consumer_offsets.)
 func (b *Broker) offsetExpiryLoop() {
 	defer b.done.Done()
 	for {
@@ -137,7 +158,9 @@ func (b *Broker) offsetExpiryLoop() {
 		case <-timer.C:
 			c := b.groups.Load()
 			c.ExpireOffsets()
-			c.Compact(b.props.Int("group_topic_compaction_bytes"))
+			if t := b.Topic(GroupTopic); t != nil {
+				b.compactGroupTopic(t)
+			}
 		}
 	}
 }
@@ -188,6 +211,9 @@ func (s groupStore) Replay(partition int32, fn func(key, value []byte)) error {
 			return err
 		}
 		if len(headers) == 0 {
+			if next < p.log.FirstDirtyOffset() {
+				return nil // the cleaner removed everything up to the end
+			}
 			return fmt.Errorf("no batch at offset %d below the high watermark %d", next, end)
 		}
 		for _, h := range headers {
@@ -205,33 +231,6 @@ func (s groupStore) Replay(partition int32, fn func(key, value []byte)) error {
 		}
 	}
 	return nil
-}
-
-// The store is also the coordinator's compactor (see group.Compactor).
-
-func (s groupStore) Size(partition int32) int64 {
-	if p := s.topic.Partition(partition); p != nil {
-		return p.log.Size()
-	}
-	return 0
-}
-
-func (s groupStore) EndOffset(partition int32) int64 {
-	if p := s.topic.Partition(partition); p != nil {
-		return p.HighWatermark()
-	}
-	return 0
-}
-
-func (s groupStore) TrimBefore(partition int32, offset int64) error {
-	p := s.topic.Partition(partition)
-	if p == nil {
-		return fmt.Errorf("%w: %s/%d", kerr.UnknownTopicOrPartition, GroupTopic, partition)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), groupWriteTimeout)
-	defer cancel()
-	_, err := s.b.DeleteRecords(ctx, p, offset)
-	return err
 }
 
 // GroupCoordinator is the broker hosting a group's partition of

@@ -140,7 +140,7 @@ func NewRegistry() *Registry {
 		{Name: "group_offset_retention_check_ms", Kind: KindInt, Default: "600000", Min: 100, Max: 1 << 40,
 			Description: "How often expired group offsets are removed (Kafka's offsets.retention.check.interval.ms)."},
 		{Name: "group_topic_compaction_bytes", Kind: KindInt, Default: strconv.Itoa(64 << 20), Min: 1, Max: 1 << 40,
-			Description: "A partition of __consumer_offsets larger than this (and than twice its size after the last compaction) is compacted: live state rewritten, older records dropped."},
+			Description: "No longer used: __consumer_offsets is compacted by the log cleaner (cleanup.policy=compact). Kept so that clusters that set it still load."},
 		{Name: "group_topic_partitions", Kind: KindInt, Default: "16", Min: 1, Max: 1000, NeedsRestart: true,
 			Description: "Partitions of __consumer_offsets, fixed when the topic is created."},
 		{Name: "replica_lag_time_max_ms", Kind: KindInt, Default: "10000", Min: 100, Max: 1 << 31,

@@ -402,7 +402,9 @@ func (s *segment) loadIndexes(size, end, holesBelow int64) error {
 		}
 		next = h.LastOffset() + 1
 	}
-	if size == 0 || !s.relOffsetFits(next-1) {
+	// A sealed segment is empty only where the cleaner removed every
+	// batch of it (it keeps the segment, and so the log start).
+	if size == 0 && end > holesBelow || !s.relOffsetFits(next-1) {
 		return fmt.Errorf("%w: empty or oversized sealed segment", errInsaneIndex)
 	}
 	if !continues(next, end, holesBelow) {

@@ -54,10 +54,9 @@ type Coordinator struct {
 	// elsewhere and UnloadPartition takes a partition's out, both under
 	// mu, so whatever visits the table (ExpireOffsets, Compact,
 	// TopicDeleted, ListGroups) touches loaded partitions alone.
-	groups        map[string]*group
-	parts         map[int32]*partitionLoad
-	compactedSize map[int32]int64 // partition size after its last compaction
-	closed        bool
+	groups map[string]*group
+	parts  map[int32]*partitionLoad
+	closed bool
 }
 
 // New makes a coordinator that serves no group until Load or
@@ -71,7 +70,7 @@ func New(opts Options) *Coordinator {
 	}
 	return &Coordinator{
 		opts: opts, logger: opts.Logger, now: opts.Now,
-		groups: map[string]*group{}, parts: map[int32]*partitionLoad{}, compactedSize: map[int32]int64{},
+		groups: map[string]*group{}, parts: map[int32]*partitionLoad{},
 	}
 }
 

@@ -20,8 +20,7 @@
 //
 // Lock order: Coordinator.mu (the group table and the partitions' load
 // states) is never held while waiting on a group, replaying a partition
-// or appending to the Store; of the Store only EndOffset is called under
-// it, in compaction, to take the trim point with the list of groups. A group's loop takes
+// or appending to the Store. A group's loop takes
 // Coordinator.mu (to forget a deleted group), so the reverse would
 // deadlock. Groups are stopped only by whoever took them out of the
 // table, after releasing it.

@@ -18,7 +18,6 @@ import (
 type memStore struct {
 	mu       sync.Mutex
 	parts    [][]log.KeyValue
-	trimmed  map[int32]int64
 	fail     bool
 	onReplay func(p int32) // called as a replay starts, to hold it up
 	replays  map[int32]int
@@ -342,31 +341,21 @@ func waitState(t *testing.T, c *Coordinator, group, state string) {
 	}
 }
 
-// memStore compacts like a log: an offset per record, a movable start.
-func (s *memStore) Size(p int32) int64 {
+// compactByKey does to partition p what the log cleaner does to
+// __consumer_offsets: only each key's latest record stays, tombstones
+// included (they go only after delete.retention.ms), in offset order.
+func (s *memStore) compactByKey(p int32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var n int64
-	for _, r := range s.parts[p] {
-		n += int64(len(r.Key) + len(r.Value))
+	latest := map[string]int{}
+	for i, r := range s.parts[p] {
+		latest[string(r.Key)] = i
 	}
-	return n
-}
-
-func (s *memStore) EndOffset(p int32) int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.trimmed[p] + int64(len(s.parts[p]))
-}
-
-func (s *memStore) TrimBefore(p int32, offset int64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.trimmed == nil {
-		s.trimmed = map[int32]int64{}
+	var kept []log.KeyValue
+	for i, r := range s.parts[p] {
+		if latest[string(r.Key)] == i {
+			kept = append(kept, r)
+		}
 	}
-	drop := offset - s.trimmed[p]
-	s.parts[p] = s.parts[p][drop:]
-	s.trimmed[p] = offset
-	return nil
+	s.parts[p] = kept
 }

@@ -291,9 +291,6 @@ func (c *Coordinator) load(run loadRun) (int, error) {
 			go g.run()
 		}
 		pl.state = loaded
-		// Another leader may have compacted the partition since this
-		// coordinator last did; the old floor says nothing.
-		delete(c.compactedSize, run.p)
 		return len(restored), nil
 	}
 	for _, g := range restored {

@@ -443,7 +443,6 @@ func TestConcurrentLoadUnload(t *testing.T) {
 				fail("list groups: %d", code)
 			}
 			c.ExpireOffsets()
-			c.Compact(1)
 			time.Sleep(time.Millisecond)
 		}),
 	}
@@ -490,8 +489,8 @@ func TestConcurrentLoadUnload(t *testing.T) {
 	}
 }
 
-// TestPeriodicWorkSkipsUnloadedPartitions: expiry and compaction touch
-// loaded partitions only; an unloaded partition's records stay as they
+// TestPeriodicWorkSkipsUnloadedPartitions: expiry touches loaded
+// partitions only; an unloaded partition's records stay as they
 // are for whoever loads it next.
 func TestPeriodicWorkSkipsUnloadedPartitions(t *testing.T) {
 	store := newMemStore(2)
@@ -505,14 +504,6 @@ func TestPeriodicWorkSkipsUnloadedPartitions(t *testing.T) {
 	}
 	c.UnloadPartition(0)
 	records0 := store.records(0)
-
-	c.Compact(1)
-	if n := store.records(0); n != records0 {
-		t.Fatalf("unloaded partition compacted: %d records, was %d", n, records0)
-	}
-	if n := store.records(1); n != 1 {
-		t.Fatalf("loaded partition not compacted: %d records", n)
-	}
 
 	time.Sleep(100 * time.Millisecond)
 	c.ExpireOffsets()
