@@ -35,7 +35,7 @@ func logRecords(t *testing.T, l *log.Log) []keyedRecord {
 		if len(b) == 0 {
 			return out
 		}
-		hs, err := log.ValidateBatches(b)
+		hs, err := log.ValidateStored(b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,10 +132,12 @@ func TestCleanerCompactsTopic(t *testing.T) {
 	}
 }
 
-// TestSnapshotInstallFromCompactedLeader: a replica catching up from a
-// leader whose cleaner removed records copies the log with its holes,
-// ends where the snapshot ends, survives a restart and applies the next
-// entry at the same offset as the leader.
+// TestSnapshotInstallFromCompactedLeader: a replica installing a snapshot
+// from a leader that has since written more and cleaned past the
+// snapshot's end copies the log with its holes (between batches, inside
+// batches, and at the end of the range), ends exactly where the snapshot
+// ends, survives a restart and then applies the later entries at the same
+// offsets as the leader.
 func TestSnapshotInstallFromCompactedLeader(t *testing.T) {
 	leader := openReplayPartition(t, t.TempDir())
 	apply := func(p *Partition, index uint64, data []byte) applyResult {
@@ -146,18 +148,23 @@ func TestSnapshotInstallFromCompactedLeader(t *testing.T) {
 		}
 		return r
 	}
-	index := uint64(0)
-	for i := range 200 {
-		index++
-		kv := log.KeyValue{Key: fmt.Appendf(nil, "k%d", i%7), Value: fmt.Appendf(nil, "value-%d", i)}
-		apply(leader, index, encodeAppend(0, log.BuildBatch(partReplayNowMs, []log.KeyValue{kv})))
+	// Three records a batch over seven keys: cleaning removes some
+	// records of a batch and whole batches.
+	var entries [][]byte
+	for i := range 400 {
+		var kvs []log.KeyValue
+		for j := range 3 {
+			key := fmt.Appendf(nil, "k%d", (3*i+j)%7)
+			if j == 1 && i%10 == 3 && i < 190 {
+				key = fmt.Appendf(nil, "once-%d", i) // never superseded
+			}
+			kvs = append(kvs, log.KeyValue{Key: key, Value: fmt.Appendf(nil, "value-%d-%d", i, j)})
+		}
+		entries = append(entries, encodeAppend(0, log.BuildBatch(partReplayNowMs, kvs)))
 	}
-	if _, err := leader.log.Clean(context.Background(), log.CleanOptions{UpTo: leader.HighWatermark()}); err != nil {
-		t.Fatal(err)
-	}
-	want := logRecords(t, leader.log)
-	if len(want) >= 200 || leader.log.FirstDirtyOffset() == 0 {
-		t.Fatalf("the leader's clean left %d records, cleaned to %d", len(want), leader.log.FirstDirtyOffset())
+	const snapAt = 200
+	for i, e := range entries[:snapAt] {
+		apply(leader, uint64(i+1), bytes.Clone(e))
 	}
 	snap, err := leader.Snapshot()
 	if err != nil {
@@ -166,6 +173,16 @@ func TestSnapshotInstallFromCompactedLeader(t *testing.T) {
 	var meta bytes.Buffer
 	if err := snap.Persist(&meta); err != nil {
 		t.Fatal(err)
+	}
+	snapEnd := leader.log.EndOffset()
+	for i, e := range entries[snapAt:] {
+		apply(leader, uint64(snapAt+i+1), bytes.Clone(e))
+	}
+	if _, err := leader.log.Clean(context.Background(), log.CleanOptions{UpTo: leader.HighWatermark()}); err != nil {
+		t.Fatal(err)
+	}
+	if leader.log.FirstDirtyOffset() <= snapEnd {
+		t.Fatalf("the leader cleaned to %d, not past the snapshot's end %d", leader.log.FirstDirtyOffset(), snapEnd)
 	}
 
 	dir := t.TempDir()
@@ -180,26 +197,37 @@ func TestSnapshotInstallFromCompactedLeader(t *testing.T) {
 	if err := follower.Restore(bytes.NewReader(meta.Bytes())); err != nil {
 		t.Fatal(err)
 	}
+	if follower.log.EndOffset() != snapEnd {
+		t.Fatalf("follower ends at %d, the snapshot at %d", follower.log.EndOffset(), snapEnd)
+	}
+	var want []keyedRecord
+	for _, r := range logRecords(t, leader.log) {
+		if r.offset < snapEnd {
+			want = append(want, r)
+		}
+	}
 	same := func(what string, got []keyedRecord) {
 		t.Helper()
 		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("%s: %d records, the leader has %d\n got %v\nwant %v", what, len(got), len(want), got, want)
+			t.Fatalf("%s: %d records, the leader has %d below %d\n got %v\nwant %v", what, len(got), len(want), snapEnd, got, want)
 		}
 	}
-	same("after the install", logRecords(t, follower.log))
-	if follower.log.EndOffset() != leader.log.EndOffset() {
-		t.Fatalf("follower ends at %d, leader at %d", follower.log.EndOffset(), leader.log.EndOffset())
+	if len(want) < 19 {
+		t.Fatalf("%d records left below the snapshot's end on the leader", len(want))
 	}
+	same("after the install", logRecords(t, follower.log))
 	if err := follower.log.Close(); err != nil {
 		t.Fatal(err)
 	}
 	follower = openReplayPartition(t, dir)
 	same("after a restart", logRecords(t, follower.log))
-	next := log.BuildBatch(partReplayNowMs, []log.KeyValue{{Key: []byte("k0"), Value: []byte("next")}})
-	index++
-	a, b := apply(leader, index, encodeAppend(0, next)), apply(follower, index, encodeAppend(0, bytes.Clone(next)))
-	if a.append.BaseOffset != 200 || b.append.BaseOffset != 200 {
-		t.Fatalf("next entry at %d on the leader, %d on the follower; want 200", a.append.BaseOffset, b.append.BaseOffset)
+	for i, e := range entries[snapAt:] {
+		if r := apply(follower, uint64(snapAt+i+1), bytes.Clone(e)); r.append.BaseOffset != snapEnd+int64(3*i) {
+			t.Fatalf("entry %d at offset %d on the follower, want %d", snapAt+i+1, r.append.BaseOffset, snapEnd+int64(3*i))
+		}
+	}
+	if follower.log.EndOffset() != leader.log.EndOffset() {
+		t.Fatalf("follower ends at %d, leader at %d", follower.log.EndOffset(), leader.log.EndOffset())
 	}
 }
 

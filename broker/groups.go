@@ -206,7 +206,7 @@ func (s groupStore) Replay(partition int32, fn func(key, value []byte)) error {
 		if err != nil {
 			return err
 		}
-		headers, err := log.ValidateBatches(data)
+		headers, err := log.ValidateStored(data)
 		if err != nil {
 			return err
 		}

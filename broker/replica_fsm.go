@@ -572,8 +572,10 @@ func decodeRecordChunk(b []byte) (recordChunk, error) {
 		c = recordChunk{LogStart: int64(binary.BigEndian.Uint64(b)), End: int64(binary.BigEndian.Uint64(b[8:])), Records: b[16:]}
 		c.Cleaned = c.LogStart
 	}
-	if _, err := log.ValidateBatches(c.Records); err != nil {
-		return recordChunk{}, err
+	if len(c.Records) > 0 {
+		if _, err := log.ValidateStored(c.Records); err != nil {
+			return recordChunk{}, err
+		}
 	}
 	return c, nil
 }

@@ -25,7 +25,7 @@ import (
 // source's cleaner removed records, provided every such gap ends at or
 // below cleanBelow, the source's cleaner checkpoint.
 func (l *Log) AppendCopied(records []byte, cleanBelow int64) (AppendResult, error) {
-	hs, err := ValidateBatches(records)
+	hs, err := ValidateStored(records)
 	if err != nil {
 		return AppendResult{}, err
 	}
