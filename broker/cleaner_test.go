@@ -307,3 +307,71 @@ func TestGroupTopicCompactedKeepsOffsets(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkProduceWhileCleaning: produce (a batch of 64 records of 1 KiB,
+// fsynced before it is acknowledged) and read back one partition of a
+// broker where nothing else happens (idle), where another producer
+// writes keyed records to a compacted partition without pause (writer:
+// 16 MiB at a time), and where that partition is also cleaned after every
+// 16 MiB (writer+cleaner). writer+cleaner against writer, same run, is
+// what cleaning costs the produce and fetch paths.
+func BenchmarkProduceWhileCleaning(b *testing.B) {
+	for _, mode := range []string{"idle", "writer", "writer+cleaner"} {
+		b.Run(mode, func(b *testing.B) {
+			br := openTestBroker(b, b.TempDir())
+			if err := br.props.Set("log_cleaner_enabled", "false"); err != nil {
+				b.Fatal(err)
+			}
+			hot := mustCreate(b, br, "hot", 1, nil).Partition(0)
+			dirty := mustCreate(b, br, "dirty", 1, map[string]string{"cleanup.policy": "compact", "segment.bytes": "1048576"}).Partition(0)
+			value := bytes.Repeat([]byte("v"), 1024)
+			var kvs []log.KeyValue
+			for i := range 64 {
+				kvs = append(kvs, log.KeyValue{Key: fmt.Appendf(nil, "key-%d", i), Value: value})
+			}
+			batch := log.BuildBatch(time.Now().UnixMilli(), kvs)
+			var dirtyBatches [][]byte
+			for i := range 256 { // 256 batches of 64 KiB: 16 MiB over 2,000 keys
+				dkv := make([]log.KeyValue, 64)
+				for j := range dkv {
+					dkv[j] = log.KeyValue{Key: fmt.Appendf(nil, "d-%d", (i*64+j)%2000), Value: value}
+				}
+				dirtyBatches = append(dirtyBatches, log.BuildBatch(time.Now().UnixMilli(), dkv))
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			var cleaned int64
+			go func() {
+				defer close(done)
+				for mode != "idle" && ctx.Err() == nil {
+					for _, d := range dirtyBatches {
+						if _, err := br.Produce(ctx, "dirty", 0, bytes.Clone(d), ProduceOptions{}); err != nil {
+							return
+						}
+					}
+					if mode == "writer+cleaner" {
+						st, err := dirty.log.Clean(ctx, log.CleanOptions{UpTo: dirty.HighWatermark()})
+						if err != nil {
+							return
+						}
+						cleaned += st.BytesRead
+					}
+				}
+			}()
+			b.SetBytes(int64(len(batch)))
+			for b.Loop() {
+				res, err := br.Produce(context.Background(), "hot", 0, bytes.Clone(batch), ProduceOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got, err := hot.log.Read(res.BaseOffset, 1<<20, log.Obligatory, hot.HighWatermark()); err != nil || len(got) == 0 {
+					b.Fatalf("read back at %d: %d bytes, %v", res.BaseOffset, len(got), err)
+				}
+			}
+			b.StopTimer()
+			cancel()
+			<-done
+			b.ReportMetric(float64(cleaned)/(1<<20), "cleaned-MiB")
+		})
+	}
+}
