@@ -451,7 +451,8 @@ func (l *Log) writeCleaned(ctx context.Context, group []*segment, sizes []int64,
 		return s, fmt.Errorf("log: clean: %w", err)
 	}
 	x := indexer{base: base, interval: interval, maxTs: -1, offMaxTs: -1}
-	var out []byte
+	out := f.out[:0]
+	defer func() { f.out = out[:0] }() // the next group's buffer
 	var pos int64
 	next := base
 	flush := func() error {

@@ -14,8 +14,13 @@ type batchFilter struct {
 	passEnd          int64           // records at or past it are kept
 	pidLast          map[int64]int64 // producer id -> last offset of its last data batch
 	nowMs, horizonMs int64
-	body             []byte // scratch
+	body             []byte       // scratch
+	keep             []keptRecord // scratch
+	out              []byte       // writeCleaned's buffer, kept between groups
 }
+
+// keptRecord is a record filter keeps: its whole encoding and its body.
+type keptRecord struct{ raw, body []byte }
 
 // filter appends the cleaned form of batch b (header h) to dst: b itself
 // when nothing changes, a rewritten batch, an empty one kept for its
@@ -32,8 +37,8 @@ func (f *batchFilter) filter(dst, b []byte, h BatchHeader, st *CleanStats) ([]by
 		}
 	}
 	hasHorizon := h.Attributes&attrDeleteHorizon != 0
-	type kept struct{ raw, body []byte }
-	var keep []kept
+	keep := f.keep[:0]
+	defer func() { f.keep = keep[:0] }()
 	dropped, tombstones := 0, 0
 	for range h.NumRecords {
 		r, rest, err := parseRawRecord(data)
@@ -56,7 +61,7 @@ func (f *batchFilter) filter(dst, b []byte, h BatchHeader, st *CleanStats) ([]by
 				tombstones++
 			}
 		}
-		keep = append(keep, kept{r.raw, r.body})
+		keep = append(keep, keptRecord{r.raw, r.body})
 	}
 	setHorizon := tombstones > 0 && !hasHorizon
 	if dropped == 0 && !setHorizon {
