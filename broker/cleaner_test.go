@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/log"
@@ -373,5 +375,29 @@ func BenchmarkProduceWhileCleaning(b *testing.B) {
 			<-done
 			b.ReportMetric(float64(cleaned)/(1<<20), "cleaned-MiB")
 		})
+	}
+}
+
+// TestDeleteRecordsCompactOnly: DeleteRecords on a topic whose policy is
+// compact alone is POLICY_VIOLATION (Kafka's rule); with delete too it
+// moves the log start.
+func TestDeleteRecordsCompactOnly(t *testing.T) {
+	b := openTestBroker(t, t.TempDir())
+	for policy, want := range map[string]*kerr.Error{"compact": kerr.PolicyViolation, "compact,delete": nil} {
+		name := "dr-" + strings.ReplaceAll(policy, ",", "-")
+		p := mustCreate(t, b, name, 1, map[string]string{"cleanup.policy": policy}).Partition(0)
+		for i := range 3 {
+			kv := log.KeyValue{Key: fmt.Appendf(nil, "k%d", i), Value: []byte("v")}
+			if _, err := b.Produce(context.Background(), name, 0, log.BuildBatch(time.Now().UnixMilli(), []log.KeyValue{kv}), ProduceOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		low, err := b.DeleteRecords(context.Background(), p, 2)
+		switch {
+		case want != nil:
+			wantCode(t, err, want)
+		case err != nil || low != 2:
+			t.Fatalf("%s: low watermark %d, %v", policy, low, err)
+		}
 	}
 }

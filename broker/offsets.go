@@ -61,8 +61,12 @@ func (b *Broker) listOffset(p *Partition, timestamp int64, isolation int8) (offs
 
 // DeleteRecords moves a partition's log start offset to offset (-1: the
 // high watermark) on every replica, through the partition's group, and
-// returns the new low watermark.
+// returns the new low watermark. A topic whose cleanup.policy lacks
+// delete refuses it with POLICY_VIOLATION, as Kafka does.
 func (b *Broker) DeleteRecords(ctx context.Context, p *Partition, offset int64) (int64, error) {
+	if !policyHas(configValue(b.TopicConfig(p.topic), "cleanup.policy"), "delete") {
+		return -1, fmt.Errorf("%w: records of partition %s-%d can not be deleted due to the configured policy", kerr.PolicyViolation, p.topic.Name, p.Index)
+	}
 	if hwm := p.HighWatermark(); offset < -1 || offset > hwm {
 		return -1, fmt.Errorf("%w: offset %d is outside [0, %d]", kerr.OffsetOutOfRange, offset, hwm)
 	}

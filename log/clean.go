@@ -23,9 +23,9 @@ import (
 //     base sequence, maxTimestamp and attributes, is recompressed with its
 //     own codec and gets a new CRC. Batches with nothing to drop are copied
 //     byte for byte.
-//   - records without a key are kept: the produce path of a compacted
-//     topic refuses them, so any found were written before the topic was
-//     compacted, and the cleaner has nothing to deduplicate them by.
+//   - records without a key are removed, as Kafka's cleaner removes them:
+//     the produce path of a compacted topic refuses them, so any found
+//     were written before the topic became compacted.
 //   - a tombstone (a key with a null value) that is its key's latest
 //     record stays until its delete horizon has passed. The horizon is
 //     Kafka's (KIP-534): the first pass that keeps a batch holding a

@@ -47,7 +47,11 @@ func (f *batchFilter) filter(dst, b []byte, h BatchHeader, st *CleanStats) ([]by
 		}
 		data = rest
 		off := h.BaseOffset + r.offDelta
-		if off < f.passEnd && r.hasKey {
+		if off < f.passEnd && !r.hasKey {
+			dropped++ // as Kafka's cleaner: nothing to keep it by
+			continue
+		}
+		if off < f.passEnd {
 			if latest, ok := f.m.get(r.key); ok && latest > off {
 				dropped++
 				continue
