@@ -77,12 +77,12 @@ func New(opts Options) *Coordinator {
 func (c *Coordinator) settings() Settings { return c.opts.Settings() }
 
 func (c *Coordinator) append(group string, records []log.KeyValue) error {
-	return c.opts.Store.Append(partitionFor(group, c.opts.Store.Partitions()), records)
+	return c.opts.Store.Append(PartitionFor(group, c.opts.Store.Partitions()), records)
 }
 
 // Partition is the __consumer_offsets partition that holds a group.
 func (c *Coordinator) Partition(group string) int32 {
-	return partitionFor(group, c.opts.Store.Partitions())
+	return PartitionFor(group, c.opts.Store.Partitions())
 }
 
 // Loaded reports whether no partition is loading: every partition the

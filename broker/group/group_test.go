@@ -14,13 +14,13 @@ func TestPartitionForMatchesJava(t *testing.T) {
 		"":                   0,
 	}
 	for id, want := range cases {
-		if got := partitionFor(id, 50); got != want {
-			t.Errorf("partitionFor(%q) = %d, want %d", id, got, want)
+		if got := PartitionFor(id, 50); got != want {
+			t.Errorf("PartitionFor(%q) = %d, want %d", id, got, want)
 		}
 	}
 	// Outside the BMP Java hashes UTF-16 surrogate pairs: U+1F600 is
 	// 0xD83D 0xDE00, so hashCode = 0xD83D*31 + 0xDE00.
-	if got, want := partitionFor("\U0001F600", 1<<30), int32(0xD83D*31+0xDE00); got != want {
+	if got, want := PartitionFor("\U0001F600", 1<<30), int32(0xD83D*31+0xDE00); got != want {
 		t.Errorf("surrogate pair: %d, want %d", got, want)
 	}
 }

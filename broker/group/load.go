@@ -182,7 +182,7 @@ func (c *Coordinator) UnloadPartition(p int32) {
 	pl.state = unloaded
 	var groups []*group
 	for id, g := range c.groups {
-		if partitionFor(id, partitions) == p {
+		if PartitionFor(id, partitions) == p {
 			groups = append(groups, g)
 			delete(c.groups, id)
 		}
@@ -322,7 +322,7 @@ func (c *Coordinator) replay(p int32) (map[string]*loadedGroup, error) {
 		if !ok {
 			return
 		}
-		if partitionFor(r.group, partitions) != p {
+		if PartitionFor(r.group, partitions) != p {
 			// Served here, it would outlive the unload of the
 			// partition it belongs to.
 			misplaced++

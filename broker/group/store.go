@@ -20,12 +20,13 @@ type Store interface {
 	Replay(partition int32, fn func(key, value []byte)) error
 }
 
-// partitionFor is Kafka's mapping of a group id to a partition of
-// __consumer_offsets: abs(String.hashCode) mod partitions, where abs
+// PartitionFor is Kafka's mapping of a group id to a partition of
+// __consumer_offsets, and of a transactional id to a partition of
+// __transaction_state: abs(String.hashCode) mod partitions, where abs
 // clears the sign bit.
-func partitionFor(group string, partitions int32) int32 {
+func PartitionFor(id string, partitions int32) int32 {
 	var h int32
-	for _, c := range utf16Units(group) {
+	for _, c := range utf16Units(id) {
 		h = 31*h + int32(c)
 	}
 	return (h & 0x7fffffff) % partitions
