@@ -5,6 +5,8 @@
 #
 #   .ci/kafka.sh fetch               fetch Kafka's jars with mvn (once)
 #   .ci/kafka.sh libs                print the directory of the jars
+#   .ci/kafka.sh fetch-frameworks    fetch Kafka Connect's and Kafka Streams' jars (once)
+#   .ci/kafka.sh frameworks          print the directory of those jars
 #   .ci/kafka.sh version             print the Kafka version used
 #   .ci/kafka.sh start DIR           format and start nodes 0..2 (or 0) in DIR
 #   .ci/kafka.sh stop DIR            SIGTERM every node, SIGKILL after a bound
@@ -16,6 +18,13 @@
 # with their runtime dependencies and a log4j2 binding for slf4j into
 # $WEIR_KAFKA_HOME/libs (default ~/.cache/weir/kafka-VERSION); a complete
 # copy is reused. It needs java and mvn and Maven Central once.
+#
+# fetch-frameworks copies, the same way, what a Kafka distribution runs
+# Kafka Connect and Kafka Streams applications with: connect-runtime,
+# connect-file (the FileStream connectors), connect-json, kafka-streams
+# (with rocksdbjni) and the same slf4j binding, at KAFKA_VERSION, into
+# $WEIR_KAFKA_HOME/frameworks. The integration tests run Connect's
+# distributed worker and a Streams application from it.
 #
 # Each node runs both KRaft roles (process.roles=broker,controller), with a
 # static quorum of the three (controller.quorum.voters), like a small
@@ -44,6 +53,7 @@ set -euo pipefail
 version=${KAFKA_VERSION:-4.1.2}
 home=${WEIR_KAFKA_HOME:-${HOME:-/tmp}/.cache/weir/kafka-$version}
 libs=$home/libs
+frameworks=$home/frameworks
 ready_timeout=${KAFKA_READY_TIMEOUT:-120}
 stop_timeout=${KAFKA_STOP_TIMEOUT:-30}
 fetch_timeout=${KAFKA_FETCH_TIMEOUT:-600}
@@ -62,23 +72,23 @@ die() {
 	exit 1
 }
 
-# fetched: the jars of a finished fetch are there (the marker is written
-# last, so a fetch cut short is redone).
-fetched() { [ -f "$libs/.complete-$version" ]; }
-
-fetch() {
-	if fetched; then
-		echo "kafka.sh: Kafka $version jars present in $libs"
+# mvn_fetch NAME DIR DEPS JAR...: copies the runtime closure of DEPS
+# (pom <dependency> elements) into DIR with mvn, bounded by
+# KAFKA_FETCH_TIMEOUT, and fails unless every JAR (a file name) is among
+# them. A marker written last names a finished copy, which is reused; a
+# copy cut short is redone.
+mvn_fetch() {
+	local name=$1 dir=$2 deps=$3
+	shift 3
+	if [ -f "$dir/.complete-$version" ]; then
+		echo "kafka.sh: $name $version jars present in $dir"
 		return 0
 	fi
 	command -v java >/dev/null || die "java is needed (JDK 17+)"
-	command -v mvn >/dev/null || die "mvn is needed to fetch Kafka's jars"
+	command -v mvn >/dev/null || die "mvn is needed to fetch $name's jars"
 	command -v timeout >/dev/null || die "timeout is needed"
-	local tmp rc=0
+	local tmp jar rc=0
 	tmp=$(mktemp -d "${TMPDIR:-/tmp}/weir-kafka-fetch.XXXXXX")
-	# Kafka 4 logs through slf4j 1.7 to log4j2; the binding is not a
-	# dependency of the server jar (the distribution adds it), so it is
-	# named here, at the log4j version Kafka $version depends on.
 	cat >"$tmp/pom.xml" <<EOF
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -87,29 +97,58 @@ fetch() {
   <version>1</version>
   <packaging>pom</packaging>
   <dependencies>
-    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>$version</version></dependency>
-    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-tools</artifactId><version>$version</version></dependency>
-    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>\${log4j.version}</version></dependency>
+$deps
   </dependencies>
   <properties><log4j.version>${KAFKA_LOG4J_VERSION:-2.25.3}</log4j.version></properties>
 </project>
 EOF
-	echo "kafka.sh: fetching Kafka $version with mvn into $libs"
-	mkdir -p "$home"
-	rm -rf "$libs.partial"
+	echo "kafka.sh: fetching $name $version with mvn into $dir"
+	mkdir -p "$(dirname "$dir")"
+	rm -rf "$dir.partial"
 	timeout -k 10 "$fetch_timeout" mvn -q -B -Dstyle.color=never -f "$tmp/pom.xml" \
-		dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$libs.partial" \
+		dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$dir.partial" \
 		>"$tmp/mvn.log" 2>&1 || rc=$?
-	if [ "$rc" -ne 0 ] || [ ! -f "$libs.partial/kafka_2.13-$version.jar" ] || [ ! -f "$libs.partial/kafka-tools-$version.jar" ]; then
-		echo "kafka.sh: mvn could not fetch Kafka $version (exit $rc); last lines:" >&2
+	for jar in "$@"; do
+		[ "$rc" -ne 0 ] || [ -f "$dir.partial/$jar" ] || rc=1
+	done
+	if [ "$rc" -ne 0 ]; then
+		echo "kafka.sh: mvn could not fetch $name $version (exit $rc); last lines:" >&2
 		tail -n 15 "$tmp/mvn.log" >&2 || true
-		rm -rf "$tmp" "$libs.partial"
+		rm -rf "$tmp" "$dir.partial"
 		return 1
 	fi
-	rm -rf "$tmp" "$libs"
-	mv "$libs.partial" "$libs"
-	touch "$libs/.complete-$version"
-	echo "kafka.sh: Kafka $version: $(find "$libs" -name '*.jar' | wc -l) jars in $libs"
+	rm -rf "$tmp" "$dir"
+	mv "$dir.partial" "$dir"
+	touch "$dir/.complete-$version"
+	echo "kafka.sh: $name $version: $(find "$dir" -name '*.jar' | wc -l) jars in $dir"
+}
+
+# kafka_dep ARTIFACT: a dependency on org.apache.kafka:ARTIFACT:$version.
+kafka_dep() {
+	echo "    <dependency><groupId>org.apache.kafka</groupId><artifactId>$1</artifactId><version>$version</version></dependency>"
+}
+
+# Kafka 4 logs through slf4j 1.7 to log4j2; the binding is not a
+# dependency of Kafka's jars (the distribution adds it), so it is named
+# here, at the log4j version Kafka $version depends on.
+# shellcheck disable=SC2016 # ${log4j.version} is the pom's property, for mvn
+slf4j_binding='    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>${log4j.version}</version></dependency>'
+
+fetched() { [ -f "$libs/.complete-$version" ]; }
+
+fetch() {
+	mvn_fetch Kafka "$libs" "$(kafka_dep kafka_2.13)
+$(kafka_dep kafka-tools)
+$slf4j_binding" "kafka_2.13-$version.jar" "kafka-tools-$version.jar"
+}
+
+fetch_frameworks() {
+	mvn_fetch "Kafka Connect and Streams" "$frameworks" "$(kafka_dep connect-runtime)
+$(kafka_dep connect-file)
+$(kafka_dep connect-json)
+$(kafka_dep kafka-streams)
+$slf4j_binding" "connect-runtime-$version.jar" "connect-file-$version.jar" \
+		"connect-json-$version.jar" "kafka-streams-$version.jar"
 }
 
 need_libs() {
@@ -305,6 +344,8 @@ node_arg() {
 case "${1:-}" in
 fetch) fetch ;;
 libs) echo "$libs" ;;
+fetch-frameworks) fetch_frameworks ;;
+frameworks) echo "$frameworks" ;;
 version) echo "$version" ;;
 start)
 	[ -n "${2:-}" ] || die "usage: $0 start DIR"
