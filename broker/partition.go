@@ -64,6 +64,10 @@ type Partition struct {
 	// one as its last progress reply said (0: not known): a consumer
 	// fetch past it asks for what nobody can serve yet.
 	leaderHWPlus1 atomic.Int64
+	// firstOpen is the first offset of the oldest open transaction, -1
+	// for none (txn_partition.go); aborted lists the aborted ones.
+	firstOpen atomic.Int64
+	aborted   abortedTxns
 	deleted       atomic.Bool
 	// failed is set when the log can no longer be trusted (a failed
 	// fsync or write): the replica stops applying and answers
@@ -95,6 +99,7 @@ type Partition struct {
 func newPartition(t *Topic, index int32, dir string) *Partition {
 	p := &Partition{Index: index, topic: t, dir: dir, stop: make(chan struct{}), waiters: map[chan struct{}]int64{}}
 	p.leaderEpoch.Store(-1)
+	p.firstOpen.Store(-1)
 	return p
 }
 
@@ -104,8 +109,6 @@ func (p *Partition) Topic() *Topic { return p.topic }
 // HighWatermark is the offset below which every record is committed.
 func (p *Partition) HighWatermark() int64 { return p.hwm.Load() }
 
-// LastStableOffset equals the high watermark until transactions exist.
-func (p *Partition) LastStableOffset() int64 { return p.hwm.Load() }
 
 // LogStartOffset is the first offset still in the log.
 func (p *Partition) LogStartOffset() int64 { return p.log.LogStartOffset() }

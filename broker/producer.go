@@ -27,6 +27,16 @@ type producerEntry struct {
 	batches [producerWindow]producerBatch // ring, oldest overwritten
 	n       int                           // batches recorded, capped at producerWindow
 	next    int                           // ring slot of the next batch
+	// txnFirst is the offset of the first batch of the producer's open
+	// transaction, -1 when none is open.
+	txnFirst int64
+	// coordinatorEpoch is the coordinator epoch of its last marker, -1
+	// before any: a marker from an older coordinator is fenced.
+	coordinatorEpoch int32
+}
+
+func newProducerEntry(epoch int16) *producerEntry {
+	return &producerEntry{epoch: epoch, txnFirst: -1, coordinatorEpoch: -1}
 }
 
 func (e *producerEntry) last() producerBatch {
@@ -51,6 +61,9 @@ func (e *producerEntry) find(first, last int32) (producerBatch, bool) {
 // has none, has it rebuilt from the log's batch headers.
 type producerTable struct {
 	m map[int64]*producerEntry
+	// open counts the producers with an open transaction: with none the
+	// last stable offset is the high watermark without a look.
+	open int
 	// encoded is encode's answer until the next record: a checkpoint of
 	// an idle partition (every retention pass) encodes nothing.
 	encoded string
@@ -82,6 +95,8 @@ func (t *producerTable) check(h log.BatchHeader) (dupOffset int64, dup bool, err
 		// batches were removed by retention) may start anywhere, as in
 		// Kafka.
 		return 0, false, nil
+	case e.txnFirst >= 0 && !h.IsTransactional() && h.ProducerEpoch <= e.epoch:
+		return 0, false, fmt.Errorf("%w: producer %d has an open transaction; a batch outside it is refused", kerr.InvalidTxnState, h.ProducerID)
 	case h.ProducerEpoch < e.epoch:
 		return 0, false, fmt.Errorf("%w: producer %d epoch %d is older than %d", kerr.InvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.epoch)
 	case h.ProducerEpoch > e.epoch:
@@ -92,6 +107,13 @@ func (t *producerTable) check(h log.BatchHeader) (dupOffset int64, dup bool, err
 	}
 	if b, ok := e.find(h.BaseSequence, lastSeqOf(h)); ok {
 		return b.baseOffset, true, nil
+	}
+	if e.n == 0 {
+		// Its epoch was moved on by a marker: the new epoch starts at 0.
+		if h.BaseSequence != 0 {
+			return 0, false, fmt.Errorf("%w: producer %d epoch %d must start at sequence 0, not %d", kerr.OutOfOrderSequenceNumber, h.ProducerID, h.ProducerEpoch, h.BaseSequence)
+		}
+		return 0, false, nil
 	}
 	if want := nextSeq(e.last().lastSeq); h.BaseSequence != want {
 		return 0, false, fmt.Errorf("%w: producer %d sent sequence %d, expected %d", kerr.OutOfOrderSequenceNumber, h.ProducerID, h.BaseSequence, want)
@@ -110,8 +132,16 @@ func (t *producerTable) record(h log.BatchHeader) {
 	t.encoded = ""
 	e := t.m[h.ProducerID]
 	if e == nil || h.ProducerEpoch != e.epoch {
-		e = &producerEntry{epoch: h.ProducerEpoch}
+		next := newProducerEntry(h.ProducerEpoch)
+		if e != nil {
+			next.txnFirst, next.coordinatorEpoch = e.txnFirst, e.coordinatorEpoch
+		}
+		e = next
 		t.m[h.ProducerID] = e
+	}
+	if h.IsTransactional() && e.txnFirst < 0 {
+		e.txnFirst = h.BaseOffset
+		t.open++
 	}
 	e.batches[e.next] = producerBatch{firstSeq: h.BaseSequence, lastSeq: lastSeqOf(h), baseOffset: h.BaseOffset}
 	e.next = (e.next + 1) % producerWindow
@@ -120,9 +150,71 @@ func (t *producerTable) record(h log.BatchHeader) {
 	}
 }
 
+// checkMarker decides whether a transaction marker of producer id at
+// epoch from a coordinator at coordinatorEpoch may be appended.
+func (t *producerTable) checkMarker(id int64, epoch int16, coordinatorEpoch int32) error {
+	e := t.m[id]
+	switch {
+	case e == nil:
+		return nil
+	case epoch < e.epoch:
+		return fmt.Errorf("%w: marker of producer %d at epoch %d, older than %d", kerr.InvalidProducerEpoch, id, epoch, e.epoch)
+	case coordinatorEpoch < e.coordinatorEpoch:
+		return fmt.Errorf("%w: marker of producer %d from coordinator epoch %d, older than %d", kerr.TransactionCoordinatorFenced, id, coordinatorEpoch, e.coordinatorEpoch)
+	}
+	return nil
+}
+
+// endTxn records a marker of producer id (offset assigned): its open
+// transaction, if any, ends; it returns where that transaction began, -1
+// for none. A marker at a newer epoch moves the producer to it, with no
+// batch yet.
+func (t *producerTable) endTxn(id int64, epoch int16, coordinatorEpoch int32) (first int64) {
+	if t.m == nil {
+		t.m = map[int64]*producerEntry{}
+	}
+	t.encoded = ""
+	e := t.m[id]
+	if e == nil || epoch > e.epoch {
+		next := newProducerEntry(epoch)
+		if e != nil {
+			next.txnFirst = e.txnFirst
+		}
+		e = next
+		t.m[id] = e
+	}
+	first = e.txnFirst
+	if first >= 0 {
+		t.open--
+	}
+	e.txnFirst, e.coordinatorEpoch = -1, coordinatorEpoch
+	return first
+}
+
+// firstOpen is the first offset of the oldest open transaction, -1 when
+// none is open.
+func (t *producerTable) firstOpen() int64 {
+	if t.open == 0 {
+		return -1
+	}
+	first := int64(-1)
+	for _, e := range t.m {
+		if e.txnFirst >= 0 && (first < 0 || e.txnFirst < first) {
+			first = e.txnFirst
+		}
+	}
+	return first
+}
+
 // rebuild replays the headers of every batch in the log.
 func (t *producerTable) rebuild(l *log.Log) error {
 	return l.Batches(l.LogStartOffset(), func(h log.BatchHeader) bool {
+		if h.IsControl() {
+			if h.ProducerID >= 0 {
+				t.endTxn(h.ProducerID, h.ProducerEpoch, -1)
+			}
+			return true
+		}
 		t.record(h)
 		return true
 	})
@@ -159,6 +251,10 @@ type producerRecord struct {
 	ID      int64      `json:"id"`
 	Epoch   int16      `json:"epoch"`
 	Batches [][3]int64 `json:"batches"`
+	// TxnFirst is where its open transaction began, absent when none is
+	// open; CoordinatorEpoch its last marker's, absent before any.
+	TxnFirst         *int64 `json:"txn_first,omitempty"`
+	CoordinatorEpoch *int32 `json:"coordinator_epoch,omitempty"`
 }
 
 // encode is the table as one line of JSON, producers by id, so that equal
@@ -183,6 +279,12 @@ func (t *producerTable) encode() string {
 	for _, id := range ids {
 		e := t.m[id]
 		r := producerRecord{ID: id, Epoch: e.epoch, Batches: make([][3]int64, 0, e.n)}
+		if e.txnFirst >= 0 {
+			r.TxnFirst = &e.txnFirst
+		}
+		if e.coordinatorEpoch >= 0 {
+			r.CoordinatorEpoch = &e.coordinatorEpoch
+		}
 		for i := range e.n {
 			b := e.batches[(e.next-e.n+i+producerWindow)%producerWindow]
 			r.Batches = append(r.Batches, [3]int64{int64(b.firstSeq), int64(b.lastSeq), b.baseOffset})
@@ -205,7 +307,14 @@ func decodeProducerTable(s string) (producerTable, error) {
 		if len(r.Batches) > producerWindow {
 			return producerTable{}, fmt.Errorf("producer state: producer %d has %d batches, at most %d", r.ID, len(r.Batches), producerWindow)
 		}
-		e := &producerEntry{epoch: r.Epoch}
+		e := newProducerEntry(r.Epoch)
+		if r.TxnFirst != nil {
+			e.txnFirst = *r.TxnFirst
+			t.open++
+		}
+		if r.CoordinatorEpoch != nil {
+			e.coordinatorEpoch = *r.CoordinatorEpoch
+		}
 		for _, b := range r.Batches {
 			e.batches[e.next] = producerBatch{firstSeq: int32(b[0]), lastSeq: int32(b[1]), baseOffset: b[2]}
 			e.next = (e.next + 1) % producerWindow

@@ -28,6 +28,7 @@ import (
 //	byte   kind
 //	kind 1, append:          int64 LogAppendTime (0: CreateTime), record batch
 //	kind 2, delete records:  int64 offset (-1: the high watermark)
+//	kind 3, marker:          see txn_partition.go
 const (
 	entryVersion       = 1
 	entryAppend        = 1
@@ -86,6 +87,8 @@ func (p *Partition) Apply(e raft.Entry) any {
 		return p.applyAppend(int32(e.Term), arg, e.Data[entryHeaderLen:])
 	case entryDeleteRecords:
 		return p.applyDeleteRecords(arg)
+	case entryMarker:
+		return p.applyMarker(int32(e.Term), arg, e.Data[entryHeaderLen:])
 	}
 	return applyResult{err: fmt.Errorf("%w: unknown partition entry kind %d at index %d", kerr.CorruptMessage, e.Data[1], e.Index)}
 }
@@ -117,6 +120,7 @@ func (p *Partition) applyAppend(epoch int32, logAppendTime int64, batch []byte) 
 	h.BaseOffset = res.BaseOffset
 	p.producers.record(h)
 	p.epochs.observe(epoch, res.BaseOffset)
+	p.publishStable()
 	p.hwm.Store(p.log.EndOffset())
 	p.wakeAppended()
 	return applyResult{append: AppendResult{BaseOffset: res.BaseOffset, LogAppendTime: res.LogAppendTime, LogStartOffset: res.LogStartOffset}}
@@ -137,6 +141,7 @@ func (p *Partition) applyDeleteRecords(offset int64) applyResult {
 		return applyResult{err: p.fail(fmt.Errorf("delete records: %w", err))}
 	}
 	p.epochs.truncateBefore(offset)
+	p.aborted.dropBefore(p.log.LogStartOffset())
 	// A restart truncates the log to its checkpoint; one below the new
 	// log start would have to throw the whole log away.
 	if err := p.checkpointLocked(); err != nil {
@@ -167,6 +172,7 @@ func (p *Partition) enforceRetention() (int, error) {
 	n, err := p.log.EnforceRetention()
 	if n > 0 {
 		p.epochs.truncateBefore(p.log.LogStartOffset())
+		p.aborted.dropBefore(p.log.LogStartOffset())
 	}
 	return n, err
 }
@@ -399,6 +405,10 @@ func (p *Partition) rebuildDerived(producers string) error {
 	if err := p.epochs.rebuild(p.log); err != nil {
 		return fmt.Errorf("rebuild leader epochs: %w", err)
 	}
+	if err := p.rebuildAborted(); err != nil {
+		return fmt.Errorf("rebuild aborted transactions: %w", err)
+	}
+	p.publishStable()
 	p.hwm.Store(p.log.EndOffset())
 	return nil
 }

@@ -106,6 +106,46 @@ type KeyValue struct {
 // offset 0 and every record at timestamp ts, as a producer without
 // idempotence would send it; Append assigns the real offsets.
 func BuildBatch(ts int64, records []KeyValue) []byte {
+	return buildBatch(ts, records, 0, -1, -1)
+}
+
+// Control record types (the key's second int16): a transaction marker
+// aborts or commits.
+const (
+	ControlAbort  = 0
+	ControlCommit = 1
+)
+
+// BuildMarker encodes a transaction marker as Kafka writes it: a
+// transactional control batch of one record, key (version 0, type),
+// value (version 0, coordinator epoch), with the producer's id and epoch
+// and base sequence -1.
+func BuildMarker(ts, producerID int64, producerEpoch int16, commit bool, coordinatorEpoch int32) []byte {
+	typ := int16(ControlAbort)
+	if commit {
+		typ = ControlCommit
+	}
+	key := binary.BigEndian.AppendUint16(binary.BigEndian.AppendUint16(nil, 0), uint16(typ))
+	value := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint16(nil, 0), uint32(coordinatorEpoch))
+	return buildBatch(ts, []KeyValue{{Key: key, Value: value}}, attrTransactional|attrControl, producerID, producerEpoch)
+}
+
+// MarkerType reads a control batch's record type (ControlAbort or
+// ControlCommit); ok is false for a batch that is not a marker.
+func MarkerType(batch []byte) (commit bool, ok bool) {
+	if len(batch) < batchHeaderLen || !parseHeader(batch).IsControl() {
+		return false, false
+	}
+	err := ForEachRecord(batch, func(r Record) bool {
+		if len(r.Key) >= 4 && binary.BigEndian.Uint16(r.Key) == 0 {
+			commit, ok = binary.BigEndian.Uint16(r.Key[2:]) == ControlCommit, true
+		}
+		return false
+	})
+	return commit, ok && err == nil
+}
+
+func buildBatch(ts int64, records []KeyValue, attrs int16, producerID int64, producerEpoch int16) []byte {
 	b := make([]byte, batchHeaderLen, batchHeaderLen+64*len(records))
 	for i, kv := range records {
 		var body []byte
@@ -124,8 +164,9 @@ func BuildBatch(ts int64, records []KeyValue) []byte {
 	binary.BigEndian.PutUint32(b[offLastOffsetDelt:], uint32(len(records)-1))
 	binary.BigEndian.PutUint64(b[offFirstTimestamp:], uint64(ts))
 	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(ts))
-	binary.BigEndian.PutUint64(b[offProducerID:], 0xffffffffffffffff)
-	binary.BigEndian.PutUint16(b[offProducerEpoch:], 0xffff)
+	binary.BigEndian.PutUint16(b[offAttributes:], uint16(attrs))
+	binary.BigEndian.PutUint64(b[offProducerID:], uint64(producerID))
+	binary.BigEndian.PutUint16(b[offProducerEpoch:], uint16(producerEpoch))
 	binary.BigEndian.PutUint32(b[offBaseSequence:], 0xffffffff)
 	binary.BigEndian.PutUint32(b[offRecordCount:], uint32(len(records)))
 	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], crcTable))

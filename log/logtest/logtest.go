@@ -17,6 +17,9 @@ type Batch struct {
 	ProducerEpoch int16
 	BaseSequence  int32
 	Idempotent    bool
+	// Transactional marks the batch part of its producer's transaction
+	// (attributes bit 4); it needs Idempotent.
+	Transactional bool
 }
 
 // Encode returns the batch as a producer sends it: base offset 0,
@@ -45,6 +48,9 @@ func (b Batch) Encode() []byte {
 	}
 	if b.Idempotent {
 		rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence = b.ProducerID, b.ProducerEpoch, b.BaseSequence
+	}
+	if b.Transactional {
+		rb.Attributes |= 0x10
 	}
 	raw := rb.AppendTo(nil)
 	// Length counts everything after the length field itself.

@@ -1,0 +1,127 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/weir-broker/weir/log"
+	"github.com/weir-broker/weir/log/logtest"
+	"github.com/weir-broker/weir/raft"
+)
+
+// txnReplica drives a partition replica with entries as its group would.
+type txnReplica struct {
+	t     *testing.T
+	p     *Partition
+	index uint64
+}
+
+func (r *txnReplica) apply(data []byte) applyResult {
+	r.t.Helper()
+	r.index++
+	return r.p.Apply(raft.Entry{Index: r.index, Term: 2, Data: data}).(applyResult)
+}
+
+func (r *txnReplica) mustApply(data []byte) AppendResult {
+	r.t.Helper()
+	res := r.apply(data)
+	if res.err != nil {
+		r.t.Fatalf("entry %d: %v", r.index, res.err)
+	}
+	return res.append
+}
+
+func txnBatch(pid int64, epoch int16, seq int32, records int) []byte {
+	return logtest.Batch{Records: records, ValueSize: 10, Idempotent: true, Transactional: true, ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq}.Encode()
+}
+
+func (r *txnReplica) wantStable(lso, hw int64) {
+	r.t.Helper()
+	if got, gotHW := r.p.LastStableOffset(), r.p.HighWatermark(); got != lso || gotHW != hw {
+		r.t.Fatalf("LSO %d, high watermark %d; want %d, %d", got, gotHW, lso, hw)
+	}
+}
+
+// TestPartitionTransactions: transactional batches hold the LSO at their
+// transaction's first offset until its marker; aborted transactions are
+// listed for read_committed fetches as Kafka lists them; markers from an
+// older producer epoch or coordinator epoch are fenced; a restart
+// restores open transactions and the aborted list.
+func TestPartitionTransactions(t *testing.T) {
+	dir := t.TempDir()
+	r := &txnReplica{t: t, p: openReplayPartition(t, dir)}
+	r.mustApply(encodeAppend(0, txnBatch(7, 0, 0, 3)))               // 0-2, pid 7 opens
+	r.mustApply(encodeAppend(0, logtest.Batch{Records: 2}.Encode())) // 3-4
+	r.mustApply(encodeAppend(0, txnBatch(8, 0, 0, 1)))               // 5, pid 8 opens
+	r.wantStable(0, 6)
+	if res := r.apply(encodeAppend(0, logtest.Batch{Records: 1, Idempotent: true, ProducerID: 7, BaseSequence: 3}.Encode())); !errors.Is(res.err, kerr.InvalidTxnState) {
+		t.Fatalf("a non-transactional batch of a producer with an open transaction: %v", res.err)
+	}
+	if m := r.mustApply(encodeMarker(1, 7, 0, false, 1)); m.BaseOffset != 6 { // abort pid 7
+		t.Fatalf("marker at %d, want 6", m.BaseOffset)
+	}
+	r.wantStable(5, 7)
+	r.mustApply(encodeMarker(1, 8, 0, true, 1)) // 7: commit pid 8
+	r.wantStable(8, 8)
+	if got := fmt.Sprint(r.p.abortedBetween(0, 8)); got != "[{7 0}]" {
+		t.Fatalf("aborted between 0 and 8: %s", got)
+	}
+	if got := fmt.Sprint(r.p.abortedBetween(7, 8)); got != "[]" {
+		t.Fatalf("aborted from 7: %s", got)
+	}
+	if got := fmt.Sprint(r.p.abortedBetween(0, 0)); got != "[]" {
+		t.Fatalf("aborted below 0: %s", got)
+	}
+	// The marker on disk is Kafka's.
+	data, err := r.p.log.Read(6, 1, log.Obligatory, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if commit, ok := log.MarkerType(data); !ok || commit {
+		t.Fatalf("marker at 6: commit %v, marker %v", commit, ok)
+	}
+
+	// Fencing.
+	r.mustApply(encodeAppend(0, txnBatch(7, 1, 0, 1))) // 8: pid 7 epoch 1 opens
+	for _, tc := range []struct {
+		entry []byte
+		want  *kerr.Error
+	}{
+		{encodeMarker(1, 7, 0, true, 1), kerr.InvalidProducerEpoch},
+		{encodeMarker(1, 8, 0, true, 0), kerr.TransactionCoordinatorFenced},
+	} {
+		if res := r.apply(tc.entry); !errors.Is(res.err, tc.want) {
+			t.Fatalf("fenced marker: %v, want %v", res.err, tc.want)
+		}
+	}
+	r.wantStable(8, 9)
+
+	// A restart from the checkpoint keeps the open transaction and the
+	// aborted list.
+	r.p.appendMu.Lock()
+	if err := r.p.checkpointLocked(); err != nil {
+		t.Fatal(err)
+	}
+	r.p.appendMu.Unlock()
+	if err := r.p.log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r.p = openReplayPartition(t, dir)
+	r.wantStable(8, 9)
+	if got := fmt.Sprint(r.p.abortedBetween(0, 9)); got != "[{7 0}]" {
+		t.Fatalf("aborted after a restart: %s", got)
+	}
+	r.mustApply(encodeMarker(1, 7, 1, false, 2)) // 9: abort pid 7 epoch 1
+	r.wantStable(10, 10)
+	if got := fmt.Sprint(r.p.abortedBetween(0, 10)); got != "[{7 0} {7 8}]" {
+		t.Fatalf("aborted: %s", got)
+	}
+	// A new epoch after the marker starts at sequence 0.
+	if res := r.apply(encodeAppend(0, txnBatch(7, 1, 5, 1))); !errors.Is(res.err, kerr.OutOfOrderSequenceNumber) {
+		t.Fatalf("sequence 5 after the marker: %v", res.err)
+	}
+	r.mustApply(encodeAppend(0, txnBatch(7, 1, 0, 1)))
+}
