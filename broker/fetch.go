@@ -61,6 +61,10 @@ type FetchResult struct {
 	// PreferredReadReplica is the replica the consumer should fetch
 	// from instead (KIP-392), -1 for none.
 	PreferredReadReplica int32
+	// Aborted lists, for read_committed, the aborted transactions the
+	// consumer needs to skip what it is given of them (Kafka's
+	// AbortedTransactions); nil for read_uncommitted.
+	Aborted []AbortedTxn
 	// shared holds Records for a coalesced read; otherwise reads, when
 	// set, takes their buffer back.
 	shared *coalescer.Result
@@ -253,6 +257,9 @@ func (fe *FetchPath) readOnce(ctx context.Context, req *FetchRequest, maxBytes i
 		r := &out[i]
 		r.Release() // of the previous pass, when long polling
 		*r = FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1, PreferredReadReplica: -1}
+		if req.Isolation == ReadCommitted {
+			r.Aborted = noAborted
+		}
 		p, leader, err := fp.resolve(req.FollowerOK)
 		if err != nil {
 			r.Err, answerNow = err, true
@@ -305,6 +312,9 @@ func (fe *FetchPath) readOnce(ctx context.Context, req *FetchRequest, maxBytes i
 		r.shared = shared
 		if shared == nil {
 			r.reads = fe.fetchReads
+		}
+		if end, ok := log.EndOffset(data); ok && req.Isolation == ReadCommitted {
+			r.Aborted = p.abortedBetween(fp.Offset, end)
 		}
 		if len(data) > 0 {
 			r.Records = data

@@ -111,6 +111,10 @@ type AbortedTxn struct {
 	ProducerID, FirstOffset int64
 }
 
+// noAborted is the answer with no aborted transaction: empty, not nil
+// (read_committed answers carry a list), and shared.
+var noAborted = []AbortedTxn{}
+
 // abortedBetween lists, as Kafka's collectAbortedTransactions does, the
 // aborted transactions a read_committed consumer reading from offset up
 // to upperBound must know: marker at or past offset, first offset below
@@ -119,7 +123,7 @@ type AbortedTxn struct {
 func (p *Partition) abortedBetween(offset, upperBound int64) []AbortedTxn {
 	l := p.aborted.load()
 	i, _ := slices.BinarySearchFunc(l, offset, func(t abortedTxn, off int64) int { return cmpInt64(t.Last, off) })
-	out := []AbortedTxn{}
+	out := noAborted
 	for _, t := range l[i:] {
 		if t.First < upperBound {
 			out = append(out, AbortedTxn{ProducerID: t.ProducerID, FirstOffset: t.First})

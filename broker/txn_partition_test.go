@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -124,4 +125,42 @@ func TestPartitionTransactions(t *testing.T) {
 		t.Fatalf("sequence 5 after the marker: %v", res.err)
 	}
 	r.mustApply(encodeAppend(0, txnBatch(7, 1, 0, 1)))
+}
+
+// TestReadCommittedFetch: a read_committed fetch stops at the LSO and
+// lists the aborted transactions of what it returns; read_uncommitted
+// reads to the high watermark with no list.
+func TestReadCommittedFetch(t *testing.T) {
+	b := openTestBroker(t, t.TempDir())
+	tp := mustCreate(t, b, "txn", 1, nil)
+	p := tp.Partition(0)
+	for _, e := range [][]byte{
+		encodeAppend(0, txnBatch(7, 0, 0, 2)),               // 0-1
+		encodeMarker(1, 7, 0, false, 0),                     // 2: abort
+		encodeAppend(0, logtest.Batch{Records: 1}.Encode()), // 3
+		encodeAppend(0, txnBatch(9, 0, 0, 1)),               // 4: open
+		encodeAppend(0, logtest.Batch{Records: 1}.Encode()), // 5
+	} {
+		if _, err := p.replicate(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fetch := func(isolation int8) FetchResult {
+		req := &FetchRequest{MaxBytes: 1 << 20, Isolation: isolation,
+			Partitions: []FetchPartition{{Topic: tp, Partition: 0, MaxBytes: 1 << 20, LeaderEpoch: -1}}}
+		out := make([]FetchResult, 1)
+		b.Fetch(context.Background(), req, out)
+		t.Cleanup(out[0].Release)
+		return out[0]
+	}
+	rc := fetch(ReadCommitted)
+	end, _ := log.EndOffset(rc.Records)
+	if rc.Err != nil || rc.LastStableOffset != 4 || rc.HighWatermark != 6 || end != 4 || fmt.Sprint(rc.Aborted) != "[{7 0}]" {
+		t.Fatalf("read_committed: err %v, LSO %d, HW %d, records to %d, aborted %v", rc.Err, rc.LastStableOffset, rc.HighWatermark, end, rc.Aborted)
+	}
+	ru := fetch(ReadUncommitted)
+	end, _ = log.EndOffset(ru.Records)
+	if ru.Err != nil || end != 6 || ru.Aborted != nil {
+		t.Fatalf("read_uncommitted: err %v, records to %d, aborted %v", ru.Err, end, ru.Aborted)
+	}
 }

@@ -104,6 +104,7 @@ func (s *Server) handleFetch(c *clientConn, kreq kmsg.Request) (kmsg.Response, e
 			}
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = r.HighWatermark, r.LastStableOffset, r.LogStartOffset
 			sp.PreferredReadReplica = r.PreferredReadReplica
+			sp.AbortedTransactions = abortedTransactions(r.Aborted)
 			// Empty, never null: librdkafka rejects a null record set
 			// (MessageSetSize -1), Kafka always sends a length.
 			sp.RecordBatches = r.Records
@@ -318,4 +319,23 @@ func fetchAllowed(req *kmsg.FetchRequest, rt *kmsg.FetchRequestTopic, t *broker.
 	default:
 		return auth.topic(kmsg.ACLOperationRead, rt.Topic)
 	}
+}
+
+// noAbortedTransactions answers read_committed partitions with none.
+var noAbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+
+// abortedTransactions is a result's aborted list as the response carries
+// it: null for read_uncommitted, a list for read_committed.
+func abortedTransactions(list []broker.AbortedTxn) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	switch {
+	case list == nil:
+		return nil
+	case len(list) == 0:
+		return noAbortedTransactions
+	}
+	out := make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(list))
+	for i, a := range list {
+		out[i] = kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset}
+	}
+	return out
 }
