@@ -18,6 +18,7 @@ import (
 
 	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/broker/group"
+	"github.com/weir-broker/weir/broker/txn"
 	"github.com/weir-broker/weir/coalescer"
 	"github.com/weir-broker/weir/config"
 	"github.com/weir-broker/weir/log"
@@ -86,6 +87,8 @@ type Broker struct {
 	groups atomic.Pointer[group.Coordinator]
 	// cleaner compacts the local replicas of compacted topics (cleaner.go).
 	cleaner *logCleaner
+	// txns is the transaction coordinator (txns.go), set once at Open.
+	txns atomic.Pointer[txn.Coordinator]
 
 	stop chan struct{}
 	done sync.WaitGroup
@@ -132,6 +135,7 @@ func Open(opts Options) (*Broker, error) {
 	if err := b.openGroups(); err != nil {
 		return fail(fmt.Errorf("group coordinator: %w", err))
 	}
+	b.openTransactions()
 	b.awaitReplicaLeaders()
 	b.recordStartProperties()
 	b.registerMetrics()
@@ -189,7 +193,7 @@ func newBroker(opts Options, props *config.Values) *Broker {
 	})
 	b.Replicas = newReplicas(replicaDeps{
 		node: opts.Node, props: props, logger: opts.Logger, view: view, propose: b.ctrl.propose,
-		topicDir: b.topicDir, logConfig: b.logConfigFor, groups: b.Groups, stop: b.stop, done: &b.done,
+		topicDir: b.topicDir, logConfig: b.logConfigFor, groups: b.Groups, txns: b.txns.Load, stop: b.stop, done: &b.done,
 
 		mux:         func() *raft.Mux { return b.ctrl.mux },
 		incarnation: func() controller.IncarnationID { return b.ctrl.incarnation },
@@ -222,6 +226,9 @@ func (b *Broker) Close() error {
 	}
 	b.done.Wait()
 	if c := b.groups.Load(); c != nil {
+		c.Close()
+	}
+	if c := b.txns.Load(); c != nil {
 		c.Close()
 	}
 	if b.coalescer != nil {

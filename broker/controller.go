@@ -72,7 +72,7 @@ func (b *Broker) openController() error {
 	opts := controller.Options{ValidateTopicConfig: ValidateTopicConfig, Properties: b.props.Registry(), ValidateLicense: b.validateLicenseBlob}
 	services := map[string]raft.Handler{
 		servicePartitionRead: b.servePartitionRead, servicePartitionProgress: b.servePartitionProgress, serviceConfigStatus: b.serveConfigStatus,
-		servicePartitionElect: b.servePartitionElect,
+		servicePartitionElect: b.servePartitionElect, serviceTxnMarkers: b.serveTxnMarkers,
 	}
 	if err := b.ctrl.open(opts, b.registerer, services); err != nil {
 		return err

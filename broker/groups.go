@@ -17,7 +17,7 @@ import (
 const GroupTopic = "__consumer_offsets"
 
 // Internal reports whether clients may only read the topic.
-func (t *Topic) Internal() bool { return t.Name == GroupTopic }
+func (t *Topic) Internal() bool { return t.Name == GroupTopic || t.Name == TxnTopic }
 
 // Groups is the group coordinator.
 func (b *Broker) Groups() *group.Coordinator { return b.groups.Load() }
@@ -60,8 +60,10 @@ func (b *Broker) openGroups() error {
 		}
 	}
 	b.compactGroupTopic(t)
+	store := newInternalStore(b, GroupTopic)
+	store.found.Store(t)
 	c := group.New(group.Options{
-		Store:    groupStore{b: b, topic: t},
+		Store:    store,
 		Settings: b.groupSettings,
 		PartitionExists: func(topic string, partition int32) bool {
 			tp := b.Topic(topic)
@@ -165,17 +167,12 @@ func (b *Broker) offsetExpiryLoop() {
 	}
 }
 
-// groupStore keeps the coordinator's records in __consumer_offsets,
-// through the same partition append path as any produce.
-type groupStore struct {
-	b     *Broker
-	topic *Topic
-}
-
-func (s groupStore) Partitions() int32 { return int32(len(s.topic.Partitions())) }
-
-func (s groupStore) Append(partition int32, records []log.KeyValue) error {
-	p, err := s.topic.LeaderPartition(partition, -1)
+func (s internalStore) Append(partition int32, records []log.KeyValue) error {
+	t := s.topic()
+	if t == nil {
+		return fmt.Errorf("%w: %s does not exist", kerr.NotCoordinator, s.name)
+	}
+	p, err := t.LeaderPartition(partition, -1)
 	if err != nil {
 		return fmt.Errorf("%w: %v", kerr.NotCoordinator, err)
 	}
@@ -195,10 +192,13 @@ const groupWriteTimeout = 5 * time.Second
 // replayReadBytes bounds one read while replaying a partition.
 const replayReadBytes = 4 << 20
 
-func (s groupStore) Replay(partition int32, fn func(key, value []byte)) error {
-	p := s.topic.Partition(partition)
+func (s internalStore) Replay(partition int32, fn func(key, value []byte)) error {
+	var p *Partition
+	if t := s.topic(); t != nil {
+		p = t.Partition(partition)
+	}
 	if p == nil {
-		return fmt.Errorf("%w: %s/%d", kerr.UnknownTopicOrPartition, GroupTopic, partition)
+		return fmt.Errorf("%w: %s/%d", kerr.UnknownTopicOrPartition, s.name, partition)
 	}
 	start, end := p.LogStartOffset(), p.HighWatermark()
 	for next := start; next < end; {

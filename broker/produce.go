@@ -16,6 +16,8 @@ import (
 type ProduceOptions struct {
 	// AllowZstd is false below Produce v7, which predates zstd (KIP-110).
 	AllowZstd bool
+	// TransactionalID is the request's; transactional batches need one.
+	TransactionalID string
 }
 
 // ProducePath is how records are written: checking a produced batch
@@ -135,8 +137,10 @@ func checkProducedBatches(headers []log.BatchHeader, maxBatch int64, opts Produc
 		return fmt.Errorf("%w: batch of %d bytes is above max.message.bytes %d", kerr.MessageTooLarge, h.Size(), maxBatch)
 	case h.IsControl():
 		return fmt.Errorf("%w: clients may not write control batches", kerr.InvalidRecord)
-	case h.IsTransactional():
-		return fmt.Errorf("%w: transactional batches are not supported", kerr.InvalidRecord)
+	case h.IsTransactional() && opts.TransactionalID == "":
+		return fmt.Errorf("%w: a transactional batch in a request without a transactional id", kerr.InvalidRecord)
+	case h.IsTransactional() && h.ProducerID < 0:
+		return fmt.Errorf("%w: a transactional batch without a producer id", kerr.InvalidRecord)
 	case h.ProducerID >= 0 && h.BaseSequence < 0:
 		return fmt.Errorf("%w: producer %d sent base sequence %d", kerr.InvalidRecord, h.ProducerID, h.BaseSequence)
 	case h.Compression() == log.CompressionZstd && !opts.AllowZstd:

@@ -16,6 +16,7 @@ import (
 
 	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/broker/group"
+	"github.com/weir-broker/weir/broker/txn"
 	"github.com/weir-broker/weir/config"
 	"github.com/weir-broker/weir/log"
 	"github.com/weir-broker/weir/raft"
@@ -69,6 +70,7 @@ type replicaDeps struct {
 	topicDir    func(name string, id controller.TopicID) string
 	logConfig   func(*Topic) log.Config
 	groups      func() *group.Coordinator
+	txns        func() *txn.Coordinator
 	stop        <-chan struct{} // closed when the broker stops
 	// done counts the broker's goroutines, which Close waits for.
 	done *sync.WaitGroup
@@ -234,10 +236,10 @@ func (rs *Replicas) openReplica(t *Topic, index int32, cp controller.Partition, 
 		return nil, err
 	}
 	rs.byGroup.Store(g.Name(), p)
-	p.onStop = func() { rs.setGroupLeadership(p, false) }
+	p.onStop = func() { rs.setCoordinatorLeadership(p, false) }
 	p.onFail = func() {
 		p.leaderEpoch.Store(-1)
-		rs.setGroupLeadership(p, false)
+		rs.setCoordinatorLeadership(p, false)
 		rs.logger.Error("partition replica failed; stopping its raft group", "topic", t.Name, "partition", index, "err", p.failure())
 		g.Shutdown()
 	}
@@ -425,7 +427,7 @@ func (rs *Replicas) applyLeadership(p *Partition, leading bool) {
 	g := p.group
 	if !leading {
 		p.leaderEpoch.Store(-1)
-		rs.setGroupLeadership(p, false)
+		rs.setCoordinatorLeadership(p, false)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), replicaOpTimeout)
@@ -442,7 +444,7 @@ func (rs *Replicas) applyLeadership(p *Partition, leading bool) {
 	p.tracking.reset(time.Now())
 	p.leaderEpoch.Store(int32(term))
 	p.wake()
-	rs.setGroupLeadership(p, true)
+	rs.setCoordinatorLeadership(p, true)
 	rs.done.Add(1)
 	go rs.reportLeader(p, term)
 }
@@ -474,10 +476,12 @@ func (rs *Replicas) reportLeader(p *Partition, term uint64) {
 	}
 }
 
-// setGroupLeadership loads or unloads the groups of a __consumer_offsets
-// partition as this replica gains or loses its leadership.
-func (rs *Replicas) setGroupLeadership(p *Partition, leading bool) {
-	if p.topic.Name != GroupTopic {
+// setCoordinatorLeadership loads or unloads the groups of a
+// __consumer_offsets partition, or the transactional ids of a
+// __transaction_state partition, as this replica gains or loses its
+// leadership.
+func (rs *Replicas) setCoordinatorLeadership(p *Partition, leading bool) {
+	if p.topic.Name != GroupTopic && p.topic.Name != TxnTopic {
 		return
 	}
 	p.coordMu.Lock()
@@ -486,8 +490,15 @@ func (rs *Replicas) setGroupLeadership(p *Partition, leading bool) {
 		return
 	}
 	p.leading = leading
-	if c := rs.groups(); c != nil {
-		rs.applyGroupLeadership(c, p)
+	switch p.topic.Name {
+	case GroupTopic:
+		if c := rs.groups(); c != nil {
+			rs.applyGroupLeadership(c, p)
+		}
+	case TxnTopic:
+		if c := rs.txns(); c != nil {
+			rs.applyTxnLeadership(c, p)
+		}
 	}
 }
 

@@ -62,6 +62,10 @@ func (s *Server) newAPITable() apiTable {
 		{key: 21, name: "DeleteRecords", min: 0, max: 2, handle: s.handleDeleteRecords},
 		{key: 22, name: "InitProducerId", min: 0, max: 5, handle: s.handleInitProducerID},
 		{key: 23, name: "OffsetForLeaderEpoch", min: 2, max: 4, handle: s.handleOffsetForLeaderEpoch},
+		{key: 24, name: "AddPartitionsToTxn", min: 0, max: 5, handle: s.handleAddPartitionsToTxn},
+		{key: 25, name: "AddOffsetsToTxn", min: 0, max: 4, handle: s.handleAddOffsetsToTxn},
+		{key: 26, name: "EndTxn", min: 0, max: 5, handle: s.handleEndTxn},
+		{key: 27, name: "WriteTxnMarkers", min: 1, max: 1, handle: s.handleWriteTxnMarkers},
 		{key: 32, name: "DescribeConfigs", min: 1, max: 4, handle: s.handleDescribeConfigs},
 		{key: 33, name: "AlterConfigs", min: 0, max: 2, handle: s.handleAlterConfigs},
 		{key: 35, name: "DescribeLogDirs", min: 1, max: 5, handle: s.handleDescribeLogDirs},
@@ -83,6 +87,8 @@ func (s *Server) newAPITable() apiTable {
 		{key: 51, name: "AlterUserScramCredentials", min: 0, max: 0, handle: s.handleAlterUserScramCredentials},
 		{key: 60, name: "DescribeCluster", min: 0, max: 2, handle: s.handleDescribeCluster},
 		{key: 61, name: "DescribeProducers", min: 0, max: 0, handle: s.handleDescribeProducers},
+		{key: 65, name: "DescribeTransactions", min: 0, max: 0, handle: s.handleDescribeTransactions},
+		{key: 66, name: "ListTransactions", min: 0, max: 2, handle: s.handleListTransactions},
 	}
 	var maxKey int16
 	for _, a := range list {

@@ -78,6 +78,10 @@ func (a *requestAuthorizer) group(op kmsg.ACLOperation, name string) bool {
 	return a.allowed(op, kmsg.ACLResourceTypeGroup, name)
 }
 
+func (a *requestAuthorizer) transactionalID(op kmsg.ACLOperation, id string) bool {
+	return a.allowed(op, kmsg.ACLResourceTypeTransactionalId, id)
+}
+
 func (a *requestAuthorizer) cluster(op kmsg.ACLOperation) bool {
 	return a.allowed(op, kmsg.ACLResourceTypeCluster, clusterResourceName)
 }

@@ -666,6 +666,12 @@ func TestEveryAPIAuthorized(t *testing.T) {
 		"ListPartitionReassignments":   "TestReassignmentsAuthorization",
 		"DescribeClientQuotas":         "TestAuthorizeClientQuotas",
 		"AlterClientQuotas":            "TestAuthorizeClientQuotas",
+		"AddPartitionsToTxn":           "TestAuthorizeTransactions",
+		"AddOffsetsToTxn":              "TestAuthorizeTransactions",
+		"EndTxn":                       "TestAuthorizeTransactions",
+		"WriteTxnMarkers":              "TestAuthorizeTransactions",
+		"DescribeTransactions":         "TestAuthorizeTransactions",
+		"ListTransactions":             "TestAuthorizeTransactions",
 	}
 	for _, a := range new(Server).newAPITable() {
 		if a.name == "" || unchecked[a.name] {

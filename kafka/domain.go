@@ -8,6 +8,7 @@ import (
 	"github.com/weir-broker/weir/broker"
 	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/broker/group"
+	"github.com/weir-broker/weir/broker/txn"
 	"github.com/weir-broker/weir/config"
 )
 
@@ -67,6 +68,14 @@ type groupCoordination interface {
 	Groups() *group.Coordinator
 }
 
+// transactions are the transaction coordinator and the partitions'
+// side of markers.
+type transactions interface {
+	Transactions() (*txn.Coordinator, error)
+	TransactionCoordinator(id string) (broker.BrokerInfo, error)
+	WriteTxnMarkers(ctx context.Context, producerID int64, epoch int16, commit bool, coordinatorEpoch int32, tps []txn.TopicPartition) []error
+}
+
 // clusterProperties are the cluster's properties, which DescribeConfigs
 // and AlterConfigs of brokers read and change.
 type clusterProperties interface {
@@ -121,6 +130,7 @@ type domain struct {
 	topicAdmin topicAdmin
 	records    records
 	groups     groupCoordination
+	txns       transactions
 	props      clusterProperties
 	security   security
 	operations operations
@@ -129,5 +139,5 @@ type domain struct {
 }
 
 func domainOf(b *broker.Broker) domain {
-	return domain{cluster: b, topics: b, topicAdmin: b, records: b, groups: b, props: b, security: b, operations: b, reassign: b, quotas: b}
+	return domain{cluster: b, topics: b, topicAdmin: b, records: b, groups: b, txns: b, props: b, security: b, operations: b, reassign: b, quotas: b}
 }

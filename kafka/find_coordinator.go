@@ -9,12 +9,13 @@ package kafka
 //     such listener, as in Kafka).
 //   - v4+ batches keys (KIP-699): one entry per key, each with its own
 //     error; v0-v3 carry one key in top-level fields.
-//   - Transaction keys (type 1): TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as
-//     InitProducerId answers, since there are no transactions; clients
-//     treat it as fatal instead of retrying forever. Other types
-//     INVALID_REQUEST.
+//   - Transaction keys (type 1): the broker leading the transactional
+//     id's partition of __transaction_state, which the first such request
+//     creates (COORDINATOR_NOT_AVAILABLE until it has leaders, as in
+//     Kafka). Other types INVALID_REQUEST.
 //   - Authorization: DESCRIBE on the group, per key, else
-//     GROUP_AUTHORIZATION_FAILED for that key.
+//     GROUP_AUTHORIZATION_FAILED for that key; DESCRIBE on the
+//     transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -30,14 +31,18 @@ func (s *Server) handleFindCoordinator(c *clientConn, kreq kmsg.Request) (kmsg.R
 		co.Key, co.NodeID = key, -1
 		var code int16
 		switch {
-		case req.CoordinatorType == 1:
+		case req.CoordinatorType == 1 && !auth.transactionalID(kmsg.ACLOperationDescribe, key):
 			code = kerr.TransactionalIDAuthorizationFailed.Code
-		case req.CoordinatorType != 0:
+		case req.CoordinatorType > 1:
 			code = kerr.InvalidRequest.Code
-		case !auth.group(kmsg.ACLOperationDescribe, key):
+		case req.CoordinatorType == 0 && !auth.group(kmsg.ACLOperationDescribe, key):
 			code = kerr.GroupAuthorizationFailed.Code
 		default:
-			bi, err := s.cluster.GroupCoordinator(key)
+			lookup := s.cluster.GroupCoordinator
+			if req.CoordinatorType == 1 {
+				lookup = s.txns.TransactionCoordinator
+			}
+			bi, err := lookup(key)
 			if err != nil {
 				code = errorCode(err)
 				break

@@ -29,12 +29,13 @@ package kafka
 //     TOPIC_AUTHORIZATION_FAILED for its partitions; a topic that does not
 //     exist is created only for a client allowed CREATE on the cluster or
 //     the topic (else UNKNOWN_TOPIC_OR_PARTITION). A transactional produce
-//     would need WRITE on its transactional id; there are no transactions,
-//     so it is refused as below whoever asks.
+//     needs WRITE on its transactional id, else
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition.
 //   - Exactly one batch per partition; control batches, transactional
-//     batches (no transactions yet) and idempotent batches without a
-//     sequence are INVALID_RECORD; zstd before v7 and unknown codecs are
-//     UNSUPPORTED_COMPRESSION_TYPE.
+//     batches of a request without a transactional id and idempotent
+//     batches without a sequence are INVALID_RECORD; a batch outside the
+//     producer's open transaction is INVALID_TXN_STATE; zstd before v7
+//     and unknown codecs are UNSUPPORTED_COMPRESSION_TYPE.
 
 import (
 	"context"
@@ -66,17 +67,20 @@ func (s *Server) handleProduce(c *clientConn, kreq kmsg.Request) (kmsg.Response,
 // used after it returns (the frame it was read from is reused).
 func (s *Server) startProduce(c *clientConn, req *kmsg.ProduceRequest) (*kmsg.ProduceResponse, <-chan struct{}) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	auth := c.authorizer()
 	var reqErr error
 	switch {
 	case req.Version < 3:
 		reqErr = kerr.UnsupportedVersion
 	case req.Acks != -1 && req.Acks != 0 && req.Acks != 1:
 		reqErr = kerr.InvalidRequiredAcks
-	case req.TransactionID != nil:
+	case req.TransactionID != nil && !auth.transactionalID(kmsg.ACLOperationWrite, *req.TransactionID):
 		reqErr = kerr.TransactionalIDAuthorizationFailed
 	}
 	opts := broker.ProduceOptions{AllowZstd: req.Version >= 7}
-	auth := c.authorizer()
+	if req.TransactionID != nil {
+		opts.TransactionalID = *req.TransactionID
+	}
 	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
 	if timeout <= 0 {
 		timeout = defaultProduceTimeout
