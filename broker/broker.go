@@ -201,7 +201,8 @@ func newBroker(opts Options, props *config.Values) *Broker {
 	b.ClusterView = newClusterView(opts.Node.NodeID, view, func() (string, string) { return b.ctrl.group.Leader() })
 	b.ProducePath = newProducePath(producePathDeps{nodeID: opts.Node.NodeID, now: now,
 		topic: b.Topic, autoCreate: b.autoCreate, produceSettings: b.produceSettings, propose: b.ctrl.propose,
-		brokerEpoch: func() uint64 { return b.ctrl.epoch }})
+		inSyncReplicas: func(p *Partition) []int32 { return b.inSyncReplicas(p) },
+		brokerEpoch:    func() uint64 { return b.ctrl.epoch }})
 	b.FetchPath = newFetchPath(fetchPathDeps{node: opts.Node, props: props, logger: opts.Logger, registerer: opts.Registerer,
 		liveBroker: b.ClusterView.Broker, watchProperty: b.WatchProperty})
 	return b

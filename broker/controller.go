@@ -69,7 +69,8 @@ func newControllerNode(node config.Node, logger *slog.Logger, stop <-chan struct
 // entry, so the broker starts from the whole metadata; then it keeps the
 // topic table in step with the group's state.
 func (b *Broker) openController() error {
-	opts := controller.Options{ValidateTopicConfig: ValidateTopicConfig, Properties: b.props.Registry(), ValidateLicense: b.validateLicenseBlob}
+	opts := controller.Options{ValidateTopicConfig: ValidateTopicConfig, CheckTopicReplication: CheckTopicReplication,
+		Properties: b.props.Registry(), ValidateLicense: b.validateLicenseBlob}
 	services := map[string]raft.Handler{
 		servicePartitionRead: b.servePartitionRead, servicePartitionProgress: b.servePartitionProgress, serviceConfigStatus: b.serveConfigStatus,
 		servicePartitionElect: b.servePartitionElect, serviceTxnMarkers: b.serveTxnMarkers,

@@ -298,6 +298,23 @@ func (rs *Replicas) reportISR(p *Partition, cp controller.Partition, lagMax time
 	rs.logger.Info("in-sync replicas changed", "topic", p.topic.Name, "partition", p.Index, "isr", isr)
 }
 
+// inSyncReplicas lists the replicas of p, led here, that are in sync by
+// this leader's tracking and live by the controller's view: what
+// min.insync.replicas counts. It is the ISR reportISR would report now,
+// less brokers whose session expired, which leave Kafka's ISR as soon as
+// the controller fences them.
+func (rs *Replicas) inSyncReplicas(p *Partition) []int32 {
+	v := rs.view()
+	cp, ok := v.Partition(p.topic.ID, p.Index)
+	if !ok {
+		return nil
+	}
+	now := time.Now()
+	lagMax := time.Duration(rs.props.Int("replica_lag_time_max_ms")) * time.Millisecond
+	isr := withoutNonvoters(p, p.tracking.isr(rs.node.NodeID, cp.Replicas, now, lagMax))
+	return slices.DeleteFunc(isr, func(r int32) bool { return r != rs.node.NodeID && !v.Live(r, now) })
+}
+
 // withoutNonvoters drops from isr the replicas the partition's Raft group
 // holds as non-voters: a replica catching up from new data is not in
 // sync, however close it is, until it votes again — reporting it would

@@ -68,7 +68,7 @@ type Partition struct {
 	// for none (txn_partition.go); aborted lists the aborted ones.
 	firstOpen atomic.Int64
 	aborted   abortedTxns
-	deleted       atomic.Bool
+	deleted   atomic.Bool
 	// failed is set when the log can no longer be trusted (a failed
 	// fsync or write): the replica stops applying and answers
 	// KAFKA_STORAGE_ERROR until the broker restarts.
@@ -108,7 +108,6 @@ func (p *Partition) Topic() *Topic { return p.topic }
 
 // HighWatermark is the offset below which every record is committed.
 func (p *Partition) HighWatermark() int64 { return p.hwm.Load() }
-
 
 // LogStartOffset is the first offset still in the log.
 func (p *Partition) LogStartOffset() int64 { return p.log.LogStartOffset() }

@@ -12,12 +12,16 @@ import (
 	"github.com/weir-broker/weir/log"
 )
 
-// ProduceOptions carry what the request's version allows.
+// ProduceOptions carry what the request's version allows and asks.
 type ProduceOptions struct {
 	// AllowZstd is false below Produce v7, which predates zstd (KIP-110).
 	AllowZstd bool
 	// TransactionalID is the request's; transactional batches need one.
 	TransactionalID string
+	// Acks is the request's acks: -1 (all) is refused with
+	// NOT_ENOUGH_REPLICAS while fewer replicas than min.insync.replicas
+	// are live and in sync.
+	Acks int16
 }
 
 // ProducePath is how records are written: checking a produced batch
@@ -32,6 +36,8 @@ type ProducePath struct {
 	// a block of ids, so that one block serves everyone waiting.
 	producerMu sync.Mutex
 	producer   producerIDs
+	// compressors re-encode batches for compression.type.
+	compressors log.Compressors
 }
 
 // producePathDeps are what a ProducePath is handed of the rest of the
@@ -44,7 +50,9 @@ type producePathDeps struct {
 	topic           func(name string) *Topic
 	autoCreate      func(name string) (*Topic, error)
 	produceSettings func(*Topic) *produceSettings
-	propose         func(controller.Command) (controller.Result, error)
+	// inSyncReplicas lists a partition led here's live in-sync replicas.
+	inSyncReplicas func(*Partition) []int32
+	propose        func(controller.Command) (controller.Result, error)
 	// brokerEpoch is the registration's, which the controller checks
 	// before it allocates producer ids.
 	brokerEpoch func() uint64
@@ -96,6 +104,12 @@ func (pp *ProducePath) StartProduce(ctx context.Context, topic string, partition
 		return PendingAppend{}, err
 	}
 	settings := pp.produceSettings(t)
+	// As Kafka does, before looking at the records.
+	if opts.Acks == -1 && settings.minInsyncReplicas > 1 {
+		if isr := pp.inSyncReplicas(p); int64(len(isr)) < settings.minInsyncReplicas {
+			return PendingAppend{}, fmt.Errorf("%w: %s-%d has %d live in-sync replicas %v, fewer than min.insync.replicas=%d", kerr.NotEnoughReplicas, t.Name, partition, len(isr), isr, settings.minInsyncReplicas)
+		}
+	}
 	headers, err := log.ValidateBatches(records)
 	if err != nil {
 		return PendingAppend{}, fmt.Errorf("%w: %v", kerr.CorruptMessage, err)
@@ -105,6 +119,9 @@ func (pp *ProducePath) StartProduce(ctx context.Context, topic string, partition
 	}
 	if seg := settings.segmentBytes; int64(len(records)) > seg {
 		return PendingAppend{}, fmt.Errorf("%w: %d bytes is above segment.bytes %d", kerr.RecordListTooLarge, len(records), seg)
+	}
+	if records, err = pp.checkRecords(t.Name, partition, records, headers[0], settings); err != nil {
+		return PendingAppend{}, err
 	}
 	var logAppendTime int64
 	if settings.logAppendTime {

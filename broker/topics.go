@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -416,8 +417,13 @@ func (tt *TopicTable) AlterTopicConfig(name string, ops []ConfigOp, validateOnly
 		return fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, name)
 	}
 	cmd := controller.AlterTopicConfig{TopicRef: controller.TopicRef{Name: t.Name, ID: t.ID}}
+	var current []ConfigEntry // the effective configs, for APPEND and SUBTRACT
 	for _, op := range ops {
-		if _, ok := lookupTopicConfig(op.Name); !ok {
+		d, ok := lookupTopicConfig(op.Name)
+		if !ok {
+			if why, removed := removedTopicConfig(op.Name); removed {
+				return fmt.Errorf("%w: topic config %q: %s", kerr.InvalidConfig, op.Name, why)
+			}
 			return fmt.Errorf("%w: unknown topic config %q", kerr.InvalidConfig, op.Name)
 		}
 		switch op.Op {
@@ -425,8 +431,18 @@ func (tt *TopicTable) AlterTopicConfig(name string, ops []ConfigOp, validateOnly
 			cmd.Ops = append(cmd.Ops, controller.ConfigOp{Name: op.Name, Op: controller.ConfigSet, Value: op.Value})
 		case 1:
 			cmd.Ops = append(cmd.Ops, controller.ConfigOp{Name: op.Name, Op: controller.ConfigDelete})
+		case 2, 3:
+			if d.kind != typeList {
+				return fmt.Errorf("%w: %s: APPEND and SUBTRACT apply to list configs only", kerr.InvalidConfig, op.Name)
+			}
+			if current == nil {
+				current = tt.TopicConfig(t)
+			}
+			// The controller sees a SET of the resulting list, as
+			// Kafka's does; the list is this broker's view of it.
+			cmd.Ops = append(cmd.Ops, controller.ConfigOp{Name: op.Name, Op: controller.ConfigSet, Value: editList(configValue(current, op.Name), op.Value, op.Op == 2)})
 		default:
-			return fmt.Errorf("%w: %s: APPEND and SUBTRACT apply to list configs only", kerr.InvalidConfig, op.Name)
+			return fmt.Errorf("%w: %s: operation %d is not SET (0), DELETE (1), APPEND (2) or SUBTRACT (3)", kerr.InvalidConfig, op.Name, op.Op)
 		}
 	}
 	if validateOnly {
@@ -435,6 +451,31 @@ func (tt *TopicTable) AlterTopicConfig(name string, ops []ConfigOp, validateOnly
 	}
 	_, err := tt.propose(cmd)
 	return err
+}
+
+// editList appends to, or subtracts from, a comma-separated list the
+// items of another (Kafka's APPEND and SUBTRACT): an item already there
+// is not added twice.
+func editList(list, items string, appendItems bool) string {
+	split := func(s string) []string {
+		var out []string
+		for _, item := range strings.Split(s, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				out = append(out, item)
+			}
+		}
+		return out
+	}
+	have := split(list)
+	for _, item := range split(items) {
+		switch i := slices.Index(have, item); {
+		case appendItems && i < 0:
+			have = append(have, item)
+		case !appendItems && i >= 0:
+			have = slices.DeleteFunc(have, func(h string) bool { return h == item })
+		}
+	}
+	return strings.Join(have, ",")
 }
 
 // removeOrphanTopicDirs deletes directories of topics that are no longer

@@ -4,9 +4,10 @@ package kafka
 //
 // Behaviour:
 //   - TOPIC resources: IncrementalAlterConfigs SETs or DELETEs single
-//     configs (APPEND and SUBTRACT are INVALID_CONFIG: no topic config weir
-//     knows is a list); AlterConfigs replaces the topic's whole explicit
-//     set, as Kafka does. Values are validated (INVALID_CONFIG) and the
+//     configs, and APPENDs to or SUBTRACTs from the list configs
+//     (cleanup.policy, the throttled replica lists; INVALID_CONFIG for the
+//     others); AlterConfigs replaces the topic's whole explicit set, as
+//     Kafka does. Values are validated (INVALID_CONFIG) and the
 //     change reaches the partitions' logs at once. validate_only changes
 //     nothing.
 //   - BROKER resources: the cluster default ("") changes the cluster
@@ -84,10 +85,6 @@ func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, ops []b
 		t := s.topics.Topic(name)
 		if t == nil {
 			return fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, name)
-		}
-		ops, err := withoutTopicThrottles(ops)
-		if err != nil {
-			return err
 		}
 		if len(ops) == 0 && !replace {
 			return nil

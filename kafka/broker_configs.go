@@ -88,6 +88,10 @@ var kafkaPropertyNames = map[string]string{
 	"log.cleaner.min.compaction.lag.ms":                           "log_cleaner_min_compaction_lag_ms",
 	"log.cleaner.max.compaction.lag.ms":                           "log_cleaner_max_compaction_lag_ms",
 	"log.cleaner.delete.retention.ms":                             "log_cleaner_delete_retention_ms",
+	"log.message.timestamp.before.max.ms":                         "log_message_timestamp_before_max_ms",
+	"log.message.timestamp.after.max.ms":                          "log_message_timestamp_after_max_ms",
+	"compression.type":                                            "log_compression_type",
+	"min.insync.replicas":                                         "min_insync_replicas",
 }
 
 // kafkaNameOf is the Kafka name of each weir property that has one.

@@ -3,13 +3,14 @@ package kafka
 // DescribeConfigs, v1-v4.
 //
 // Behaviour:
-//   - TOPIC resources: every topic config weir knows (retention.ms,
-//     retention.bytes, segment.bytes, segment.ms, max.message.bytes,
-//     message.timestamp.type, cleanup.policy) with its effective value and
-//     source: TOPIC_CONFIG when set on the topic, DYNAMIC_DEFAULT_BROKER_CONFIG
-//     when it comes from a cluster property that was set, DEFAULT_CONFIG
-//     otherwise. config_names narrows the list. Unknown topics are
-//     UNKNOWN_TOPIC_OR_PARTITION.
+//   - TOPIC resources: every topic config of Kafka 4.1 (broker/topicconfig.go
+//     says what each does here) with its effective value, Kafka's config
+//     type (v3+) and source: TOPIC_CONFIG when set on the topic,
+//     DYNAMIC_DEFAULT_BROKER_CONFIG when it comes from a cluster property
+//     that was set, DEFAULT_CONFIG otherwise (a cluster property's default
+//     or, for configs without one, Kafka's). message.downconversion.enable,
+//     which Kafka 4 no longer has, is listed only when set. config_names
+//     narrows the list. Unknown topics are UNKNOWN_TOPIC_OR_PARTITION.
 //   - BROKER resources (this node's id, or "" for the cluster default):
 //     the cluster properties, as broker_configs.go describes.
 //   - Synonyms (v1+) list the topic value and the cluster default it

@@ -36,9 +36,22 @@ package kafka
 //     batches without a sequence are INVALID_RECORD; a batch outside the
 //     producer's open transaction is INVALID_TXN_STATE; zstd before v7
 //     and unknown codecs are UNSUPPORTED_COMPRESSION_TYPE.
+//   - Per record, as Kafka's LogValidator: a record without a key on a
+//     topic whose cleanup.policy includes compact is INVALID_RECORD, a
+//     CreateTime timestamp outside message.timestamp.before.max.ms /
+//     after.max.ms of the leader's clock INVALID_TIMESTAMP; v8+ name the
+//     records in record_errors (batch_index, message) and carry Kafka's
+//     error_message. A batch whose codec is not the topic's
+//     compression.type (unless producer) is re-encoded before it is
+//     appended.
+//   - acks=-1 to a partition with fewer live in-sync replicas than
+//     min.insync.replicas is NOT_ENOUGH_REPLICAS, before its records are
+//     looked at; acks=1 and 0 are not checked, as in Kafka. The commit
+//     itself is the Raft majority's whatever min.insync.replicas is.
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -77,7 +90,7 @@ func (s *Server) startProduce(c *clientConn, req *kmsg.ProduceRequest) (*kmsg.Pr
 	case req.TransactionID != nil && !auth.transactionalID(kmsg.ACLOperationWrite, *req.TransactionID):
 		reqErr = kerr.TransactionalIDAuthorizationFailed
 	}
-	opts := broker.ProduceOptions{AllowZstd: req.Version >= 7}
+	opts := broker.ProduceOptions{AllowZstd: req.Version >= 7, Acks: req.Acks}
 	if req.TransactionID != nil {
 		opts.TransactionalID = *req.TransactionID
 	}
@@ -195,6 +208,13 @@ func (s *Server) produceFailed(c *clientConn, version int16, topic string, sp *k
 	sp.ErrorCode, sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = errorCode(err), -1, -1, -1
 	if version >= 8 {
 		sp.ErrorMessage = errorMessage(err)
+		var refused *broker.RecordsRefusedError
+		if errors.As(err, &refused) {
+			for _, r := range refused.Records {
+				msg := r.Message
+				sp.ErrorRecords = append(sp.ErrorRecords, kmsg.ProduceResponseTopicPartitionErrorRecord{RelativeOffset: r.Index, ErrorMessage: &msg})
+			}
+		}
 	}
 	if version >= 10 && sp.ErrorCode == kerr.NotLeaderForPartition.Code {
 		if t := s.topics.Topic(topic); t != nil {

@@ -2,8 +2,6 @@ package kafka
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -16,7 +14,8 @@ import (
 // --throttle on every broker a move involves, and weir applies a rate set
 // on any broker cluster-wide. weir throttles every catch-up copy, so the
 // per-topic lists of throttled replicas (leader./follower.replication.throttled.replicas)
-// are checked and otherwise have no effect; deleting one, as --verify does
+// are topic configs that are checked, stored and described, and otherwise
+// have no effect (broker/topicconfig.go); deleting one, as --verify does
 // once a move completed, succeeds. Moving replicas between log
 // directories does not exist here: replica.alter.log.dirs.io.max.bytes.per.second
 // is refused when set and a no-op when deleted.
@@ -29,12 +28,6 @@ var clusterWideThrottles = map[string]bool{
 
 // logDirThrottle is the one throttle of a feature weir does not have.
 var logDirThrottle = "replica.alter.log.dirs.io.max.bytes.per.second"
-
-// topicThrottleConfigs are the per-topic lists.
-var topicThrottleConfigs = map[string]bool{
-	"leader.replication.throttled.replicas":   true,
-	"follower.replication.throttled.replicas": true,
-}
 
 // brokerThrottleOps drops from a BROKER resource's ops the deletions of
 // logDirThrottle (setting it is INVALID_CONFIG) and says whether what is
@@ -52,28 +45,4 @@ func brokerThrottleOps(ops []broker.ConfigOp) (rest []broker.ConfigOp, onlyRates
 		rest = append(rest, op)
 	}
 	return rest, onlyRates, nil
-}
-
-// withoutTopicThrottles drops the topic throttle lists from ops, checking
-// a value set: "*" or partition:broker pairs separated by commas.
-func withoutTopicThrottles(ops []broker.ConfigOp) ([]broker.ConfigOp, error) {
-	out := ops[:0:0]
-	for _, op := range ops {
-		if !topicThrottleConfigs[op.Name] {
-			out = append(out, op)
-			continue
-		}
-		if op.Op == 0 && op.Value != "*" && op.Value != "" {
-			for _, pair := range strings.Split(op.Value, ",") {
-				p, b, ok := strings.Cut(strings.TrimSpace(pair), ":")
-				if _, err := strconv.ParseUint(p, 10, 31); !ok || err != nil {
-					return nil, fmt.Errorf("%w: %s=%q: want * or partition:broker pairs", kerr.InvalidConfig, op.Name, op.Value)
-				}
-				if _, err := strconv.ParseUint(b, 10, 31); err != nil {
-					return nil, fmt.Errorf("%w: %s=%q: want * or partition:broker pairs", kerr.InvalidConfig, op.Name, op.Value)
-				}
-			}
-		}
-	}
-	return out, nil
 }

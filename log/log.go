@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,17 @@ type Config struct {
 	FS                 FS               // nil = OS
 	Now                func() time.Time // nil = time.Now (tests)
 	Logger             *slog.Logger     // nil = slog.Default(); used only for recovery events
+
+	// SegmentJitterMs is the most a segment's SegmentMs is shortened by, a
+	// random amount drawn for each segment at its first append, so that
+	// partitions created together do not all roll at once (Kafka's
+	// segment.jitter.ms); 0 none.
+	SegmentJitterMs int64
+	// SegmentIndexBytes rolls the active segment once its offset index
+	// holds SegmentIndexBytes/8 entries or its time index
+	// SegmentIndexBytes/12, the entry counts of Kafka's preallocated index
+	// files of segment.index.bytes (default 10 MiB); 0 no limit.
+	SegmentIndexBytes int64
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -326,6 +338,7 @@ func (l *Log) appendBatches(records []byte, hs []BatchHeader, stamp, gaps bool, 
 	}
 	if seg.size == 0 {
 		seg.rollBase = nowMs
+		seg.rollJitter = rollJitter(cfg)
 	}
 	seg.writeIndexes(&x)
 
@@ -359,8 +372,33 @@ func (l *Log) shouldRoll(s *segment, cfg Config, n, lastOffset, nowMs int64) boo
 		return false
 	}
 	return s.size+n > cfg.SegmentBytes ||
-		(cfg.SegmentMs > 0 && nowMs-s.rollBase > cfg.SegmentMs) ||
-		!s.relOffsetFits(lastOffset)
+		(cfg.SegmentMs > 0 && nowMs-s.rollBase > cfg.SegmentMs-s.rollJitter) ||
+		!s.relOffsetFits(lastOffset) ||
+		indexFull(s, cfg.SegmentIndexBytes)
+}
+
+// Entry sizes of Kafka's offset and time index files, by which
+// segment.index.bytes counts entries.
+const (
+	kafkaOffsetIndexEntry = 8
+	kafkaTimeIndexEntry   = 12
+)
+
+// indexFull reports whether one of s's indexes holds as many entries as
+// Kafka's index files of maxBytes hold. Only the writer, which holds
+// appendMu, changes the entries, so it reads them without mu.
+func indexFull(s *segment, maxBytes int64) bool {
+	return maxBytes > 0 &&
+		(int64(len(s.idx.entries)) >= maxBytes/kafkaOffsetIndexEntry || int64(len(s.tidx.entries)) >= maxBytes/kafkaTimeIndexEntry)
+}
+
+// rollJitter draws a segment's share of cfg.SegmentJitterMs, as Kafka
+// does: uniform below the smaller of the jitter and segment.ms.
+func rollJitter(cfg Config) int64 {
+	if cfg.SegmentJitterMs <= 0 || cfg.SegmentMs <= 0 {
+		return 0
+	}
+	return rand.Int64N(min(cfg.SegmentJitterMs, cfg.SegmentMs))
 }
 
 // roll seals the active segment (final time index entry, fsync) and starts

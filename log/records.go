@@ -23,34 +23,78 @@ type Record struct {
 //	        offsetDelta varint | keyLength varint | key |
 //	        valueLength varint | value | headers   (zigzag varints)
 func ForEachRecord(batch []byte, fn func(Record) bool) error {
-	if len(batch) < batchHeaderLen {
-		return fmt.Errorf("%w: %d bytes is shorter than a batch header", ErrCorruptBatch, len(batch))
-	}
-	h := parseHeader(batch)
-	if err := checkFraming(h, len(batch)); err != nil {
+	data, err := BatchRecords(batch)
+	if err != nil {
 		return err
 	}
-	data, err := decompress(h.Compression(), batch[batchHeaderLen:h.Size()])
-	if err != nil {
-		return fmt.Errorf("%w: batch %d: %w", ErrCorruptBatch, h.BaseOffset, err)
-	}
-	for i := int32(0); i < h.NumRecords; i++ {
-		r, rest, err := decodeRecord(data)
-		if err != nil {
-			return fmt.Errorf("%w: batch %d record %d: %v", ErrCorruptBatch, h.BaseOffset, i, err)
+	r := NewRecordReader(parseHeader(batch), data)
+	for {
+		rec, ok := r.Next()
+		if !ok {
+			return r.Err()
 		}
-		data = rest
-		r.Offset += h.BaseOffset
-		r.Timestamp += h.FirstTimestamp
-		if h.IsLogAppendTime() {
-			r.Timestamp = h.MaxTimestamp
-		}
-		if !fn(r) {
+		if !fn(rec) {
 			return nil
 		}
 	}
-	return nil
 }
+
+// BatchRecords returns the records section of one batch: the batch's own
+// bytes when it is uncompressed (no copy), else a decompressed copy.
+func BatchRecords(batch []byte) ([]byte, error) {
+	if len(batch) < batchHeaderLen {
+		return nil, fmt.Errorf("%w: %d bytes is shorter than a batch header", ErrCorruptBatch, len(batch))
+	}
+	h := parseHeader(batch)
+	if err := checkFraming(h, len(batch)); err != nil {
+		return nil, err
+	}
+	data, err := decompress(h.Compression(), batch[batchHeaderLen:h.Size()])
+	if err != nil {
+		return nil, fmt.Errorf("%w: batch %d: %w", ErrCorruptBatch, h.BaseOffset, err)
+	}
+	return data, nil
+}
+
+// RecordReader decodes, in order, the records of a batch whose header and
+// records section (BatchRecords) it was given. It allocates nothing.
+type RecordReader struct {
+	h    BatchHeader
+	data []byte
+	i    int32
+	err  error
+}
+
+// NewRecordReader reads records, the records section of the batch with
+// header h.
+func NewRecordReader(h BatchHeader, records []byte) RecordReader {
+	return RecordReader{h: h, data: records}
+}
+
+// Next returns the next record, with its absolute offset and timestamp
+// (for LogAppendTime batches the batch's maxTimestamp); false after the
+// last one or at a malformed record (Err).
+func (r *RecordReader) Next() (Record, bool) {
+	if r.err != nil || r.i >= r.h.NumRecords {
+		return Record{}, false
+	}
+	rec, rest, err := decodeRecord(r.data)
+	if err != nil {
+		r.err = fmt.Errorf("%w: batch %d record %d: %v", ErrCorruptBatch, r.h.BaseOffset, r.i, err)
+		return Record{}, false
+	}
+	r.data = rest
+	r.i++
+	rec.Offset += r.h.BaseOffset
+	rec.Timestamp += r.h.FirstTimestamp
+	if r.h.IsLogAppendTime() {
+		rec.Timestamp = r.h.MaxTimestamp
+	}
+	return rec, true
+}
+
+// Err is why Next stopped early, if it did.
+func (r *RecordReader) Err() error { return r.err }
 
 // decodeRecord reads one record; Offset and Timestamp are the deltas.
 func decodeRecord(data []byte) (Record, []byte, error) {

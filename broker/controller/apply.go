@@ -367,6 +367,15 @@ func (t *txn) createTopic(c CreateTopic) Result {
 	if err := t.validateConfigs(c.ConfigRules, c.Configs); err != nil {
 		return Result{Err: err}
 	}
+	if t.opts.CheckTopicReplication != nil {
+		rf := int(c.ReplicationFactor)
+		if assignment != nil {
+			rf = len(assignment[0])
+		}
+		if err := t.opts.CheckTopicReplication(c.ConfigRules.orCurrent(), c.Configs, rf); err != nil {
+			return Result{Err: kerrOr(err, kerr.InvalidConfig)}
+		}
+	}
 	if assignment == nil {
 		a, err := t.place(int(c.Partitions), int(c.ReplicationFactor), c.PlacementSeed, nil)
 		if err != nil {
@@ -485,6 +494,17 @@ func (t *txn) alterTopicConfig(c AlterTopicConfig) Result {
 			delete(next, op.Name)
 		default:
 			return Result{Err: errorf(kerr.InvalidConfig, "%s: operation %d: only SET (0) and DELETE (1) reach the controller", op.Name, op.Op)}
+		}
+	}
+	if t.opts.CheckTopicReplication != nil {
+		set := map[string]string{}
+		for _, op := range c.Ops {
+			if op.Op == ConfigSet {
+				set[op.Name] = op.Value
+			}
+		}
+		if err := t.opts.CheckTopicReplication(c.ConfigRules.orCurrent(), set, topic.ReplicationFactor()); err != nil {
+			return Result{Err: kerrOr(err, kerr.InvalidConfig)}
 		}
 	}
 	if mapsEqual(next, topic.Configs) {

@@ -34,9 +34,9 @@
 // Whatever a map's iteration order could influence (validation order,
 // placement, snapshots) goes through sorted keys.
 //
-// Validators (Options.ValidateTopicConfig, the property registry,
-// Options.ValidateLicense) run inside Apply, so they must be pure and the
-// same on every voter. Topic configs are checked under ConfigRules, the
+// Validators (Options.ValidateTopicConfig and CheckTopicReplication, the
+// property registry, Options.ValidateLicense) run inside Apply, so they
+// must be pure and the same on every voter. Topic configs are checked under ConfigRules, the
 // version of the CreateTopic or AlterTopicConfig entry: a release that
 // accepts new names or values raises CurrentConfigRules and keeps the old
 // rules for old entries, so a replay refuses what was refused when the

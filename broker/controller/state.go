@@ -200,6 +200,14 @@ type Options struct {
 	// every value. An error not wrapping a kerr.Error becomes
 	// INVALID_CONFIG.
 	ValidateTopicConfig func(rules ConfigRules, name, value string) error
+	// CheckTopicReplication, when set, checks the configs a CreateTopic
+	// or AlterTopicConfig sets (each name's last value) against the
+	// topic's replication factor, which ValidateTopicConfig does not see
+	// (broker.CheckTopicReplication: min.insync.replicas at most the
+	// replication factor). Only what the command sets is checked, so a
+	// change of other configs is never refused for a value set before a
+	// reassignment changed the replication factor.
+	CheckTopicReplication func(rules ConfigRules, set map[string]string, replicationFactor int) error
 	// Properties is the registry cluster properties are checked against;
 	// nil means config.NewRegistry().
 	Properties *config.Registry

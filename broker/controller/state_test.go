@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -321,6 +323,35 @@ func TestAlterTopicConfig(t *testing.T) {
 	h.ok(AlterTopicConfig{TopicRef: TopicRef{ID: topicID(1)}, Replace: true, Ops: []ConfigOp{{Name: "cleanup.policy", Value: "delete"}}})
 	if got := h.s.View().Topic("a").Configs; !reflect.DeepEqual(got, map[string]string{"cleanup.policy": "delete"}) {
 		t.Fatal(got)
+	}
+}
+
+// TestCheckTopicReplication: the replication check sees what a command
+// sets and the topic's replication factor (the assignment's, requested or
+// existing), and only what the command sets.
+func TestCheckTopicReplication(t *testing.T) {
+	opts := testOptions()
+	var seen []string
+	opts.CheckTopicReplication = func(_ ConfigRules, set map[string]string, rf int) error {
+		seen = append(seen, fmt.Sprintf("%v rf=%d", set, rf))
+		if v, ok := set["segment.bytes"]; ok && v == strconv.Itoa(rf) {
+			return fmt.Errorf("%w: segment.bytes equals the replication factor", kerr.InvalidConfig)
+		}
+		return nil
+	}
+	h := &harness{t: t, s: New(opts), now: t0}
+	h.register(3, 0)
+	h.fails(CreateTopic{Name: "a", ID: topicID(1), Partitions: 1, ReplicationFactor: 2, Configs: map[string]string{"segment.bytes": "2"}}, kerr.InvalidConfig)
+	h.fails(CreateTopic{Name: "a", ID: topicID(1), Assignment: [][]int32{{1, 2, 3}}, Configs: map[string]string{"segment.bytes": "3"}}, kerr.InvalidConfig)
+	h.ok(CreateTopic{Name: "a", ID: topicID(1), Partitions: 1, ReplicationFactor: 2, Configs: map[string]string{"segment.bytes": "3"}})
+	h.fails(AlterTopicConfig{TopicRef: TopicRef{Name: "a"}, Ops: []ConfigOp{{Name: "segment.bytes", Value: "2"}}}, kerr.InvalidConfig)
+	h.ok(AlterTopicConfig{TopicRef: TopicRef{Name: "a"}, Ops: []ConfigOp{{Name: "retention.ms", Value: "5"}, {Name: "segment.bytes", Op: ConfigDelete}}})
+	want := []string{
+		"map[segment.bytes:2] rf=2", "map[segment.bytes:3] rf=3", "map[segment.bytes:3] rf=2",
+		"map[segment.bytes:2] rf=2", "map[retention.ms:5] rf=2",
+	}
+	if !reflect.DeepEqual(seen, want) {
+		t.Fatalf("checked\n%q\nwant\n%q", seen, want)
 	}
 }
 
