@@ -1,0 +1,104 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// consumeValues reads every partition of topic from the start at the
+// given isolation level until it holds want records or timeout passes,
+// and returns the values.
+func consumeValues(t *testing.T, b *Broker, seeds []string, topic string, isolation kgo.IsolationLevel, want int, timeout time.Duration) []string {
+	t.Helper()
+	cl := b.Client(t, kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(isolation),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var out []string
+	for len(out) < want && ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) { out = append(out, string(r.Value)) })
+	}
+	// Anything past want would show within a few more polls.
+	extra, cancelExtra := context.WithTimeout(context.Background(), time.Second)
+	defer cancelExtra()
+	for extra.Err() == nil {
+		cl.PollFetches(extra).EachRecord(func(r *kgo.Record) { out = append(out, string(r.Value)) })
+	}
+	return out
+}
+
+// TestTransactionsCommitAndAbort: a kgo transactional producer commits,
+// aborts and commits again across three partitions of an RF=3 topic on
+// three brokers. A read_committed consumer sees exactly the committed
+// records, a read_uncommitted one every record; kadm describes the
+// transactional id.
+func TestTransactionsCommitAndAbort(t *testing.T) {
+	bs := StartCluster(t, 3, WithSet("transaction_state_log_num_partitions", "4"))
+	const topic = "txn-out"
+	createReplicatedTopic(t, bs[0], topic, 3, 3, nil)
+	waitReplicatedLeaders(t, bs, bs, topic, 3, 3, leaderTimeout, nil)
+	seeds := kafkaAddrs(bs)
+	prod := bs[0].Client(t, kgo.SeedBrokers(seeds...), kgo.TransactionalID("txn-app"), kgo.DefaultProduceTopic(topic),
+		kgo.TransactionTimeout(30*time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*clusterTimeout)
+	defer cancel()
+	round := func(name string, n int, commit bool) {
+		t.Helper()
+		if err := prod.BeginTransaction(); err != nil {
+			t.Fatalf("%s: begin: %v", name, err)
+		}
+		for i := range n {
+			r := &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "%s-%d", name, i)}
+			if err := prod.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatalf("%s: produce %d: %v", name, i, err)
+			}
+		}
+		end := kgo.TryAbort
+		if commit {
+			end = kgo.TryCommit
+		}
+		if err := prod.EndTransaction(ctx, end); err != nil {
+			t.Fatalf("%s: end (commit %v): %v", name, commit, err)
+		}
+	}
+	round("first", 100, true)
+	round("aborted", 50, false)
+	round("second", 30, true)
+
+	committed := consumeValues(t, bs[1], seeds, topic, kgo.ReadCommitted(), 130, clusterTimeout)
+	if len(committed) != 130 {
+		t.Fatalf("read_committed: %d records, want 130", len(committed))
+	}
+	for _, v := range committed {
+		if strings.HasPrefix(v, "aborted-") {
+			t.Fatalf("read_committed consumer saw %q of the aborted transaction", v)
+		}
+	}
+	all := consumeValues(t, bs[2], seeds, topic, kgo.ReadUncommitted(), 180, clusterTimeout)
+	if len(all) != 180 {
+		t.Fatalf("read_uncommitted: %d records, want 180", len(all))
+	}
+
+	adm := kadmClient(t, bs)
+	described, err := adm.DescribeTransactions(ctx, "txn-app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := described.On("txn-app", nil)
+	if err != nil || d.Err != nil || d.State != "CompleteCommit" || d.ProducerID < 0 {
+		t.Fatalf("describe txn-app: %+v %v", d, err)
+	}
+	listed, err := adm.ListTransactions(ctx, nil, []string{"CompleteCommit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := listed["txn-app"]; !ok {
+		t.Fatalf("ListTransactions: %+v", listed.Sorted())
+	}
+}
