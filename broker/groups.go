@@ -185,6 +185,30 @@ func (s internalStore) Append(partition int32, records []log.KeyValue) error {
 	return err
 }
 
+// AppendTxn writes records as a transactional batch of producer id at
+// epoch, with no sequence (the coordinator writes on the producer's
+// behalf, as Kafka's does), and returns the offset of the first.
+func (s internalStore) AppendTxn(partition int32, producerID int64, epoch int16, records []log.KeyValue) (int64, error) {
+	t := s.topic()
+	if t == nil {
+		return 0, fmt.Errorf("%w: %s does not exist", kerr.NotCoordinator, s.name)
+	}
+	p, err := t.LeaderPartition(partition, -1)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", kerr.NotCoordinator, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), groupWriteTimeout)
+	defer cancel()
+	res, err := p.replicate(ctx, encodeAppend(0, log.BuildTxnBatch(s.b.now().UnixMilli(), producerID, epoch, records)))
+	if errors.Is(err, kerr.NotLeaderForPartition) {
+		return 0, fmt.Errorf("%w: %v", kerr.NotCoordinator, err)
+	}
+	if err == nil && res.err != nil {
+		err = res.err
+	}
+	return res.append.BaseOffset, err
+}
+
 // groupWriteTimeout bounds one write of the coordinator (Kafka's
 // offsets.commit.timeout.ms).
 const groupWriteTimeout = 5 * time.Second
@@ -192,7 +216,7 @@ const groupWriteTimeout = 5 * time.Second
 // replayReadBytes bounds one read while replaying a partition.
 const replayReadBytes = 4 << 20
 
-func (s internalStore) Replay(partition int32, fn func(key, value []byte)) error {
+func (s internalStore) Replay(partition int32, fn func(group.StoredRecord)) error {
 	var p *Partition
 	if t := s.topic(); t != nil {
 		p = t.Partition(partition)
@@ -217,9 +241,15 @@ func (s internalStore) Replay(partition int32, fn func(key, value []byte)) error
 			return fmt.Errorf("no batch at offset %d below the high watermark %d", next, end)
 		}
 		for _, h := range headers {
-			err := log.ForEachRecord(data[:h.Size()], func(r log.Record) bool {
+			batch := data[:h.Size()]
+			sr := group.StoredRecord{ProducerID: h.ProducerID, Transactional: h.IsTransactional() && !h.IsControl(), Control: h.IsControl()}
+			if sr.Control {
+				sr.Commit, _ = log.MarkerType(batch)
+			}
+			err := log.ForEachRecord(batch, func(r log.Record) bool {
 				if r.Offset >= start {
-					fn(r.Key, r.Value)
+					sr.Key, sr.Value, sr.Offset = r.Key, r.Value, r.Offset
+					fn(sr)
 				}
 				return true
 			})
@@ -236,19 +266,9 @@ func (s internalStore) Replay(partition int32, fn func(key, value []byte)) error
 // GroupCoordinator is the broker hosting a group's partition of
 // __consumer_offsets.
 func (b *Broker) GroupCoordinator(group string) (BrokerInfo, error) {
-	t := b.Topic(GroupTopic)
 	c := b.groups.Load()
-	if t == nil || c == nil {
+	if c == nil {
 		return BrokerInfo{}, kerr.CoordinatorNotAvailable
 	}
-	p := c.Partition(group)
-	infos := b.PartitionInfos(t)
-	if int(p) >= len(infos) || infos[p].Leader < 0 {
-		return BrokerInfo{}, kerr.CoordinatorNotAvailable
-	}
-	bi, ok := b.Broker(infos[p].Leader)
-	if !ok {
-		return BrokerInfo{}, kerr.CoordinatorNotAvailable
-	}
-	return bi, nil
+	return b.leaderOf(GroupTopic, c.Partition(group))
 }

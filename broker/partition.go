@@ -68,6 +68,9 @@ type Partition struct {
 	// for none (txn_partition.go); aborted lists the aborted ones.
 	firstOpen atomic.Int64
 	aborted   abortedTxns
+	// onMarker, when set, hears of every transaction marker applied
+	// (__consumer_offsets: the group coordinator); it must not block.
+	onMarker func(offset, producerID int64, commit bool)
 	deleted   atomic.Bool
 	// failed is set when the log can no longer be trusted (a failed
 	// fsync or write): the replica stops applying and answers

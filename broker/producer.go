@@ -99,6 +99,10 @@ func (t *producerTable) check(h log.BatchHeader) (dupOffset int64, dup bool, err
 		return 0, false, fmt.Errorf("%w: producer %d has an open transaction; a batch outside it is refused", kerr.InvalidTxnState, h.ProducerID)
 	case h.ProducerEpoch < e.epoch:
 		return 0, false, fmt.Errorf("%w: producer %d epoch %d is older than %d", kerr.InvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.epoch)
+	case h.BaseSequence < 0:
+		// Written by a coordinator on the producer's behalf
+		// (transactional offsets): no sequence to check.
+		return 0, false, nil
 	case h.ProducerEpoch > e.epoch:
 		if h.BaseSequence != 0 {
 			return 0, false, fmt.Errorf("%w: producer %d new epoch %d must start at sequence 0, not %d", kerr.OutOfOrderSequenceNumber, h.ProducerID, h.ProducerEpoch, h.BaseSequence)
@@ -142,6 +146,9 @@ func (t *producerTable) record(h log.BatchHeader) {
 	if h.IsTransactional() && e.txnFirst < 0 {
 		e.txnFirst = h.BaseOffset
 		t.open++
+	}
+	if h.BaseSequence < 0 {
+		return // a coordinator's batch: no sequence to remember
 	}
 	e.batches[e.next] = producerBatch{firstSeq: h.BaseSequence, lastSeq: lastSeqOf(h), baseOffset: h.BaseOffset}
 	e.next = (e.next + 1) % producerWindow

@@ -165,6 +165,14 @@ const openReplicaWorkers = 128
 func (rs *Replicas) openReplica(t *Topic, index int32, cp controller.Partition, v *controller.View) (*Partition, error) {
 	dir := filepath.Join(rs.topicDir(t.Name, t.ID), strconv.Itoa(int(index)))
 	p := newPartition(t, index, dir)
+	if t.Name == GroupTopic {
+		// Markers settle the offsets transactions committed here.
+		p.onMarker = func(offset, pid int64, commit bool) {
+			if c := rs.groups(); c != nil {
+				c.TxnMarker(index, offset, pid, commit)
+			}
+		}
+	}
 	l, err := log.Open(dir, rs.logConfig(t))
 	if err != nil {
 		return nil, err

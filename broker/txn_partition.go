@@ -184,6 +184,9 @@ func (p *Partition) applyMarker(epoch int32, ts int64, body []byte) applyResult 
 	p.publishStable()
 	p.hwm.Store(p.log.EndOffset())
 	p.wakeAppended()
+	if p.onMarker != nil {
+		p.onMarker(res.BaseOffset, pid, commit)
+	}
 	return applyResult{append: AppendResult{BaseOffset: res.BaseOffset, LogAppendTime: -1, LogStartOffset: res.LogStartOffset}}
 }
 

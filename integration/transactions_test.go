@@ -2,11 +2,13 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -100,5 +102,99 @@ func TestTransactionsCommitAndAbort(t *testing.T) {
 	}
 	if _, ok := listed["txn-app"]; !ok {
 		t.Fatalf("ListTransactions: %+v", listed.Sorted())
+	}
+}
+
+// TestTransactionsConsumeTransformProduce: kgo's GroupTransactSession
+// reads an input topic in a consumer group and writes each record,
+// transformed, to an output topic, committing its offsets in the same
+// transaction (TxnOffsetCommit). One round is aborted; its input is read
+// again and written once. A read_committed reader of the output sees
+// every input record exactly once, and the group's offsets end at the
+// input's end.
+func TestTransactionsConsumeTransformProduce(t *testing.T) {
+	bs := StartCluster(t, 3, WithSet("transaction_state_log_num_partitions", "4"), WithSet("group_initial_rebalance_delay_ms", "0"))
+	const in, out, records = "eos-in", "eos-out", 400
+	createReplicatedTopic(t, bs[0], in, 2, 3, nil)
+	createReplicatedTopic(t, bs[0], out, 2, 3, nil)
+	waitReplicatedLeaders(t, bs, bs, in, 2, 3, leaderTimeout, nil)
+	waitReplicatedLeaders(t, bs, bs, out, 2, 3, leaderTimeout, nil)
+	seeds := kafkaAddrs(bs)
+	var recs []*kgo.Record
+	for i := range records {
+		recs = append(recs, &kgo.Record{Topic: in, Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "%d", i)})
+	}
+	produceAll(t, directClient(t, bs[0]), recs, clusterTimeout)
+
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(seeds...), kgo.TransactionalID("eos-app"),
+		kgo.ConsumerGroup("eos-group"), kgo.ConsumeTopics(in), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.RequireStableFetchOffsets(), kgo.DefaultProduceTopic(out), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.TransactionTimeout(30*time.Second), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*clusterTimeout)
+	defer cancel()
+	done, aborted := 0, false
+	for rounds := 0; done < records && rounds < 1000 && ctx.Err() == nil; rounds++ {
+		fs := sess.PollFetches(ctx)
+		if err := fs.Err0(); err != nil && ctx.Err() == nil {
+			t.Logf("poll: %v", err)
+		}
+		if fs.NumRecords() == 0 {
+			continue
+		}
+		if err := sess.Begin(); err != nil {
+			t.Fatalf("begin: %v", err)
+		}
+		// Abort the first round that has records; its input comes back.
+		end := kgo.TryCommit
+		if !aborted {
+			end, aborted = kgo.TryAbort, true
+		}
+		n := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: append([]byte("out-"), r.Value...)}, func(_ *kgo.Record, err error) {
+				if err != nil && !(end == kgo.TryAbort && errors.Is(err, kgo.ErrAborting)) {
+					t.Errorf("produce: %v", err)
+				}
+			})
+			n++
+		})
+		committed, err := sess.End(ctx, end)
+		if err != nil {
+			t.Fatalf("end: %v", err)
+		}
+		if committed {
+			done += n
+		}
+	}
+	if done != records {
+		t.Fatalf("%d records transformed and committed, want %d", done, records)
+	}
+
+	got := consumeValues(t, bs[1], seeds, out, kgo.ReadCommitted(), records, clusterTimeout)
+	seen := map[string]int{}
+	for _, v := range got {
+		seen[v]++
+	}
+	for i := range records {
+		if n := seen[fmt.Sprintf("out-%d", i)]; n != 1 {
+			t.Fatalf("input %d is in the committed output %d times (output %d records)", i, n, len(got))
+		}
+	}
+	if len(got) != records {
+		t.Fatalf("committed output: %d records, want %d", len(got), records)
+	}
+	adm := kadmClient(t, bs)
+	offsets, err := adm.FetchOffsets(ctx, "eos-group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := int64(0)
+	offsets.Each(func(o kadm.OffsetResponse) { total += o.At })
+	if total != records {
+		t.Fatalf("the group's committed offsets add up to %d, want %d", total, records)
 	}
 }

@@ -66,6 +66,7 @@ func (s *Server) newAPITable() apiTable {
 		{key: 25, name: "AddOffsetsToTxn", min: 0, max: 4, handle: s.handleAddOffsetsToTxn},
 		{key: 26, name: "EndTxn", min: 0, max: 5, handle: s.handleEndTxn},
 		{key: 27, name: "WriteTxnMarkers", min: 1, max: 1, handle: s.handleWriteTxnMarkers},
+		{key: 28, name: "TxnOffsetCommit", min: 0, max: 4, handle: s.handleTxnOffsetCommit},
 		{key: 32, name: "DescribeConfigs", min: 1, max: 4, handle: s.handleDescribeConfigs},
 		{key: 33, name: "AlterConfigs", min: 0, max: 2, handle: s.handleAlterConfigs},
 		{key: 35, name: "DescribeLogDirs", min: 1, max: 5, handle: s.handleDescribeLogDirs},

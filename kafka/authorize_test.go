@@ -672,6 +672,7 @@ func TestEveryAPIAuthorized(t *testing.T) {
 		"WriteTxnMarkers":              "TestAuthorizeTransactions",
 		"DescribeTransactions":         "TestAuthorizeTransactions",
 		"ListTransactions":             "TestAuthorizeTransactions",
+		"TxnOffsetCommit":              "TestAuthorizeTransactions",
 	}
 	for _, a := range new(Server).newAPITable() {
 		if a.name == "" || unchecked[a.name] {

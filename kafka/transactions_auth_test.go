@@ -72,6 +72,14 @@ func TestAuthorizeTransactions(t *testing.T) {
 		t.Error("describe seen: refused although DESCRIBE is granted")
 	}
 
+	commit := kmsg.NewPtrTxnOffsetCommitRequest()
+	commit.SetVersion(3)
+	commit.TransactionalID, commit.Group, commit.Generation = "app", "g1", -1
+	commit.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "orders", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}}}
+	codeIs(t, "txn offset commit to g1", f.c.roundTrip(commit).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, kerr.GroupAuthorizationFailed)
+	commit.TransactionalID = "other"
+	codeIs(t, "txn offset commit as other", f.c.roundTrip(commit).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, kerr.TransactionalIDAuthorizationFailed)
+
 	produce := produceRequest(9, -1, "orders", logtest.Batch{Records: 1}.Encode())
 	produce.TransactionID = &other
 	codeIs(t, "transactional produce as other", f.c.roundTrip(produce).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode, kerr.TransactionalIDAuthorizationFailed)

@@ -153,6 +153,13 @@ func BuildBatch(ts int64, records []KeyValue) []byte {
 	return buildBatch(ts, records, 0, -1, -1)
 }
 
+// BuildTxnBatch is BuildBatch for records of producer id's transaction:
+// a transactional batch of its id and epoch with no sequence, as a
+// coordinator writes on a producer's behalf (transactional offsets).
+func BuildTxnBatch(ts, producerID int64, producerEpoch int16, records []KeyValue) []byte {
+	return buildBatch(ts, records, attrTransactional, producerID, producerEpoch)
+}
+
 // Control record types (the key's second int16): a transaction marker
 // aborts or commits.
 const (

@@ -57,6 +57,10 @@ type Coordinator struct {
 	groups map[string]*group
 	parts  map[int32]*partitionLoad
 	closed bool
+
+	// markers are transaction markers waiting to be settled
+	// (txn_offsets.go).
+	markers markerQueue
 }
 
 // New makes a coordinator that serves no group until Load or
@@ -350,7 +354,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 		for _, t := range req.Topics {
 			topics = append(topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 		}
-		fetched := c.fetchGroup(req.Group, topics, req.Topics == nil)
+		fetched := c.fetchGroup(req.Group, topics, req.Topics == nil, req.RequireStable)
 		resp.ErrorCode = fetched.ErrorCode
 		for _, t := range fetched.Topics {
 			rt := kmsg.OffsetFetchResponseTopic{Topic: t.Topic}
@@ -364,12 +368,12 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 		return resp
 	}
 	for _, rg := range req.Groups {
-		resp.Groups = append(resp.Groups, c.fetchGroup(rg.Group, rg.Topics, rg.Topics == nil))
+		resp.Groups = append(resp.Groups, c.fetchGroup(rg.Group, rg.Topics, rg.Topics == nil, req.RequireStable))
 	}
 	return resp
 }
 
-func (c *Coordinator) fetchGroup(id string, topics []kmsg.OffsetFetchRequestGroupTopic, all bool) kmsg.OffsetFetchResponseGroup {
+func (c *Coordinator) fetchGroup(id string, topics []kmsg.OffsetFetchRequestGroupTopic, all, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	out := kmsg.OffsetFetchResponseGroup{Group: id}
 	g, code := c.get(id, false)
 	if out.ErrorCode = code; code != 0 {
@@ -391,6 +395,12 @@ func (c *Coordinator) fetchGroup(id string, topics []kmsg.OffsetFetchRequestGrou
 				metadata := ""
 				if g != nil {
 					fp.Offset, fp.LeaderEpoch, metadata = g.fetchedPartition(rt.Topic, p)
+					if requireStable && g.txn.pendingFor(rt.Topic, p) {
+						// KIP-447: an open transaction may still
+						// move it; the consumer asks again.
+						fp.Offset, fp.LeaderEpoch, metadata = -1, -1, ""
+						fp.ErrorCode = kerr.UnstableOffsetCommit.Code
+					}
 				}
 				fp.Metadata = &metadata
 				ft.Partitions = append(ft.Partitions, fp)

@@ -105,8 +105,9 @@ type group struct {
 	static       map[string]string    // instance id -> member id
 	pending      map[string]time.Time // KIP-394 member ids -> rejoin deadline
 	offsets      map[string]map[int32]offset
-	stateSince   time.Time // when the group entered its state (Kafka's currentStateTimestamp)
-	hadMembers   bool      // a group that only ever stored offsets expires by commit time
+	txn          txnOffsets // offsets of open transactions (txn_offsets.go)
+	stateSince   time.Time  // when the group entered its state (Kafka's currentStateTimestamp)
+	hadMembers   bool       // a group that only ever stored offsets expires by commit time
 
 	rebalanceDeadline time.Time // PreparingRebalance completes by then
 	initialDelayUntil time.Time // first rebalance of an empty group waits until then

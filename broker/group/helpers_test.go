@@ -16,8 +16,11 @@ import (
 
 // memStore keeps records in memory, per partition, in append order.
 type memStore struct {
-	mu       sync.Mutex
-	parts    [][]log.KeyValue
+	mu    sync.Mutex
+	parts [][]log.KeyValue
+	// txn says, per partition and record offset, what AppendTxn and
+	// appendMarker wrote (plain records have none).
+	txn      map[int32]map[int]StoredRecord
 	fail     bool
 	onReplay func(p int32) // called as a replay starts, to hold it up
 	replays  map[int32]int
@@ -39,7 +42,43 @@ func (s *memStore) Append(p int32, records []log.KeyValue) error {
 	return nil
 }
 
-func (s *memStore) Replay(p int32, fn func(key, value []byte)) error {
+// AppendTxn stores records of producer pid's transaction.
+func (s *memStore) AppendTxn(p int32, pid int64, _ int16, records []log.KeyValue) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail {
+		return 0, io.ErrClosedPipe
+	}
+	off := int64(len(s.parts[p]))
+	for _, r := range records {
+		s.markTxn(p, StoredRecord{ProducerID: pid, Transactional: true})
+		s.parts[p] = append(s.parts[p], r)
+	}
+	return off, nil
+}
+
+// appendMarker appends a transaction marker of pid and returns its offset.
+func (s *memStore) appendMarker(p int32, pid int64, commit bool) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.markTxn(p, StoredRecord{ProducerID: pid, Control: true, Commit: commit})
+	s.parts[p] = append(s.parts[p], log.KeyValue{Key: []byte{0, 0, 0, 1}, Value: []byte{0, 0, 0, 0, 0, 0}})
+	return int64(len(s.parts[p]) - 1)
+}
+
+// markTxn records what the record about to be appended to p is; s.mu is
+// held.
+func (s *memStore) markTxn(p int32, sr StoredRecord) {
+	if s.txn == nil {
+		s.txn = map[int32]map[int]StoredRecord{}
+	}
+	if s.txn[p] == nil {
+		s.txn[p] = map[int]StoredRecord{}
+	}
+	s.txn[p][len(s.parts[p])] = sr
+}
+
+func (s *memStore) Replay(p int32, fn func(StoredRecord)) error {
 	s.mu.Lock()
 	hook := s.onReplay
 	if s.replays == nil {
@@ -52,9 +91,18 @@ func (s *memStore) Replay(p int32, fn func(key, value []byte)) error {
 	}
 	s.mu.Lock()
 	records := append([]log.KeyValue(nil), s.parts[p]...)
+	meta := map[int]StoredRecord{}
+	for i, sr := range s.txn[p] {
+		meta[i] = sr
+	}
 	s.mu.Unlock()
-	for _, r := range records {
-		fn(r.Key, r.Value)
+	for i, r := range records {
+		sr, ok := meta[i]
+		if !ok {
+			sr.ProducerID = -1
+		}
+		sr.Key, sr.Value, sr.Offset = r.Key, r.Value, int64(i)
+		fn(sr)
 	}
 	return nil
 }

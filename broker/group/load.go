@@ -313,8 +313,21 @@ func (c *Coordinator) replay(p int32) (map[string]*loadedGroup, error) {
 	}
 	partitions := c.opts.Store.Partitions()
 	var skipped, misplaced int
-	err := c.opts.Store.Replay(p, func(key, value []byte) {
-		r, ok, err := decodeRecord(key, value)
+	// Offsets committed in transactions wait, per producer, for their
+	// marker.
+	txnPending := map[int64][]pendingReplay{}
+	err := c.opts.Store.Replay(p, func(sr StoredRecord) {
+		if sr.Control {
+			for _, pr := range txnPending[sr.ProducerID] {
+				lg := get(pr.group)
+				if sr.Commit {
+					lg.setOffset(pr.topic, pr.partition, pr.o)
+				}
+			}
+			delete(txnPending, sr.ProducerID)
+			return
+		}
+		r, ok, err := decodeRecord(sr.Key, sr.Value)
 		if err != nil {
 			skipped++
 			return
@@ -330,6 +343,9 @@ func (c *Coordinator) replay(p int32) (map[string]*loadedGroup, error) {
 		}
 		lg := get(r.group)
 		switch {
+		case sr.Transactional && r.isOffset && r.offset != nil:
+			txnPending[sr.ProducerID] = append(txnPending[sr.ProducerID], pendingReplay{r.group, r.topic, r.partition, *r.offset, sr.Offset})
+		case sr.Transactional:
 		case r.isOffset && r.offset != nil:
 			if lg.offsets[r.topic] == nil {
 				lg.offsets[r.topic] = map[int32]offset{}
@@ -347,6 +363,12 @@ func (c *Coordinator) replay(p int32) (map[string]*loadedGroup, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replaying __consumer_offsets partition %d: %w", p, err)
 	}
+	for pid, prs := range txnPending {
+		for _, pr := range prs {
+			lg := get(pr.group)
+			lg.addPending(pid, pr.topic, pr.partition, pendingOffset{pr.o, pr.logOffset})
+		}
+	}
 	if skipped > 0 {
 		c.logger.Warn("skipped undecodable __consumer_offsets records", "partition", p, "records", skipped)
 	}
@@ -360,6 +382,29 @@ func (c *Coordinator) replay(p int32) (map[string]*loadedGroup, error) {
 type loadedGroup struct {
 	meta    *kmsg.GroupMetadataValue
 	offsets map[string]map[int32]offset
+	txn     txnOffsets
+}
+
+// pendingReplay is a transactional offset record met during replay.
+type pendingReplay struct {
+	group, topic string
+	partition    int32
+	o            offset
+	logOffset    int64
+}
+
+func (lg *loadedGroup) setOffset(topic string, partition int32, o offset) {
+	if lg.offsets[topic] == nil {
+		lg.offsets[topic] = map[int32]offset{}
+	}
+	lg.offsets[topic][partition] = o
+}
+
+func (lg *loadedGroup) addPending(pid int64, topic string, partition int32, po pendingOffset) {
+	if lg.txn == nil {
+		lg.txn = txnOffsets{}
+	}
+	lg.txn.add(pid, topic, partition, po)
 }
 
 // restore rebuilds a group from its records. Members come back with a
@@ -367,6 +412,7 @@ type loadedGroup struct {
 // removed, as after a coordinator move in Kafka.
 func (g *group) restore(lg *loadedGroup) {
 	g.offsets = lg.offsets
+	g.txn = lg.txn
 	m := lg.meta
 	if m == nil {
 		g.publish()

@@ -16,8 +16,24 @@ type Store interface {
 	// Append writes the records to a partition; it returns once they are
 	// as durable as the partition makes any acknowledged write.
 	Append(partition int32, records []log.KeyValue) error
+	// AppendTxn writes records as part of a producer's transaction (a
+	// transactional batch of its id and epoch, which its marker later
+	// commits or aborts) and returns the offset of the first.
+	AppendTxn(partition int32, producerID int64, epoch int16, records []log.KeyValue) (int64, error)
 	// Replay calls fn for every record of a partition, oldest first.
-	Replay(partition int32, fn func(key, value []byte)) error
+	Replay(partition int32, fn func(StoredRecord)) error
+}
+
+// StoredRecord is one record of a partition as Replay reads it, with
+// what its batch says of it.
+type StoredRecord struct {
+	Key, Value []byte
+	Offset     int64
+	ProducerID int64 // -1 for none
+	// Transactional: the record belongs to ProducerID's transaction,
+	// which a later marker decides. Control: the record is such a
+	// marker, Commit saying which.
+	Transactional, Control, Commit bool
 }
 
 // PartitionFor is Kafka's mapping of a group id to a partition of

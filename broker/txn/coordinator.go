@@ -24,8 +24,9 @@ type Store interface {
 	// durable as the partition makes any acknowledged write. An error
 	// wrapping kerr.NotCoordinator says this broker no longer leads it.
 	Append(partition int32, records []log.KeyValue) error
-	// Replay calls fn for every record of a partition, oldest first.
-	Replay(partition int32, fn func(key, value []byte)) error
+	// Replay calls fn for every record of a partition, oldest first
+	// (the group coordinator's Store reads the same way).
+	Replay(partition int32, fn func(group.StoredRecord)) error
 }
 
 // Marker is the end of one transaction, to be written to each of its
@@ -170,8 +171,8 @@ func (c *Coordinator) LoadPartition(p int32, epoch int32) error {
 	c.mu.Unlock()
 
 	found := map[string]state{}
-	err := c.opts.Store.Replay(p, func(key, value []byte) {
-		id, st, deleted, err := decodeRecord(key, value)
+	err := c.opts.Store.Replay(p, func(r group.StoredRecord) {
+		id, st, deleted, err := decodeRecord(r.Key, r.Value)
 		if err != nil {
 			c.logger.Warn("skipping an unreadable __transaction_state record", "partition", p, "err", err)
 			return

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/weir-broker/weir/broker/group"
 	"github.com/weir-broker/weir/log"
 )
 
@@ -33,12 +34,12 @@ func (s *memStore) Append(p int32, recs []log.KeyValue) error {
 	return nil
 }
 
-func (s *memStore) Replay(p int32, fn func(key, value []byte)) error {
+func (s *memStore) Replay(p int32, fn func(group.StoredRecord)) error {
 	s.mu.Lock()
 	recs := append([]log.KeyValue(nil), s.parts[p]...)
 	s.mu.Unlock()
-	for _, r := range recs {
-		fn(r.Key, r.Value)
+	for i, r := range recs {
+		fn(group.StoredRecord{Key: r.Key, Value: r.Value, Offset: int64(i), ProducerID: -1})
 	}
 	return nil
 }

@@ -1,0 +1,116 @@
+package group
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func txnCommit(c *Coordinator, group string, pid int64, topic string, offsets map[int32]int64) *kmsg.TxnOffsetCommitResponse {
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.Version = 3
+	req.TransactionalID, req.Group, req.ProducerID, req.Generation = "app", group, pid, -1
+	rt := kmsg.TxnOffsetCommitRequestTopic{Topic: topic}
+	for p, o := range offsets {
+		rt.Partitions = append(rt.Partitions, kmsg.TxnOffsetCommitRequestTopicPartition{Partition: p, Offset: o, LeaderEpoch: -1})
+	}
+	req.Topics = []kmsg.TxnOffsetCommitRequestTopic{rt}
+	return c.TxnOffsetCommit(req)
+}
+
+func fetchStable(c *Coordinator, group, topic string, partition int32) (int64, int16) {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Version, req.RequireStable = 7, true
+	req.Group = group
+	req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: topic, Partitions: []int32{partition}}}
+	p := c.OffsetFetch(req).Topics[0].Partitions[0]
+	return p.Offset, p.ErrorCode
+}
+
+// waitOffset waits for the group's committed offset of t/0 to be want
+// (markers settle on their own goroutine).
+func waitOffset(t *testing.T, c *Coordinator, group string, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, ok := fetchOffsets(c, group)["t"][0]
+		if !ok {
+			got = -1
+		}
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: offset %d, want %d", group, got, want)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestTxnOffsets: offsets committed in a transaction are invisible (and
+// unstable for require_stable) until a COMMIT marker after them, dropped
+// by an ABORT, and a replay of the partition reaches the same state,
+// offsets still pending included.
+func TestTxnOffsets(t *testing.T) {
+	store := newMemStore(1)
+	c := newTestCoordinator(t, store, testSettings())
+	commit(c, "g", "", -1, "t", map[int32]int64{0: 5})
+	if r := txnCommit(c, "g", 7, "t", map[int32]int64{0: 10}); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("txn commit: %d", r.Topics[0].Partitions[0].ErrorCode)
+	}
+	if got := fetchOffsets(c, "g")["t"][0]; got != 5 {
+		t.Fatalf("offset before the marker: %d", got)
+	}
+	if _, code := fetchStable(c, "g", "t", 0); code != kerr.UnstableOffsetCommit.Code {
+		t.Fatalf("require_stable while pending: %d", code)
+	}
+	// A marker of another producer, or one before the record, decides
+	// nothing.
+	c.TxnMarker(0, store.appendMarker(0, 8, true), 8, true)
+	c.TxnMarker(0, 0, 7, true)
+	time.Sleep(20 * time.Millisecond)
+	if got := fetchOffsets(c, "g")["t"][0]; got != 5 {
+		t.Fatalf("offset after unrelated markers: %d", got)
+	}
+	c.TxnMarker(0, store.appendMarker(0, 7, true), 7, true)
+	waitOffset(t, c, "g", 10)
+	if off, code := fetchStable(c, "g", "t", 0); code != 0 || off != 10 {
+		t.Fatalf("require_stable after the commit: %d %d", off, code)
+	}
+
+	// Aborted: dropped.
+	txnCommit(c, "g", 7, "t", map[int32]int64{0: 20})
+	c.TxnMarker(0, store.appendMarker(0, 7, false), 7, false)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, code := fetchStable(c, "g", "t", 0); code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("aborted offsets still pending")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	waitOffset(t, c, "g", 10)
+
+	// Pending at a restart: still pending after the replay, and settled
+	// by the marker that comes later.
+	txnCommit(c, "g", 9, "t", map[int32]int64{0: 30})
+	c.Close()
+	c = newTestCoordinator(t, store, testSettings())
+	waitOffset(t, c, "g", 10)
+	if _, code := fetchStable(c, "g", "t", 0); code != kerr.UnstableOffsetCommit.Code {
+		t.Fatalf("require_stable after a replay with a pending commit: %d", code)
+	}
+	c.TxnMarker(0, store.appendMarker(0, 9, true), 9, true)
+	waitOffset(t, c, "g", 30)
+	// And a replay of the whole history ends there too.
+	c.Close()
+	c = newTestCoordinator(t, store, testSettings())
+	waitOffset(t, c, "g", 30)
+	if _, code := fetchStable(c, "g", "t", 0); code != 0 {
+		t.Fatalf("require_stable after the full replay: %d", code)
+	}
+}
