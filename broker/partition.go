@@ -71,7 +71,7 @@ type Partition struct {
 	// onMarker, when set, hears of every transaction marker applied
 	// (__consumer_offsets: the group coordinator); it must not block.
 	onMarker func(offset, producerID int64, commit bool)
-	deleted   atomic.Bool
+	deleted  atomic.Bool
 	// failed is set when the log can no longer be trusted (a failed
 	// fsync or write): the replica stops applying and answers
 	// KAFKA_STORAGE_ERROR until the broker restarts.
