@@ -19,10 +19,14 @@ type ProducerInfo struct {
 	// LastTimestamp is the max timestamp of its last batch, -1 when that
 	// batch is no longer in the log (retention, DeleteRecords).
 	LastTimestamp int64
+	// TxnStartOffset is the first offset of its open transaction, -1
+	// for none; CoordinatorEpoch its last marker's, -1 before any.
+	TxnStartOffset   int64
+	CoordinatorEpoch int32
 }
 
-// Producers lists the producers the partition's leader remembers, by id.
-// weir has no transactions yet, so none has an open one.
+// Producers lists the producers the partition's leader remembers, by id,
+// with where each one's open transaction began.
 func (rs *Replicas) Producers(p *Partition) ([]ProducerInfo, error) {
 	if !p.IsLeader() {
 		return nil, fmt.Errorf("%w: %s/%d is led by another broker", kerr.NotLeaderForPartition, p.topic.Name, p.Index)
@@ -35,7 +39,8 @@ func (rs *Replicas) Producers(p *Partition) ([]ProducerInfo, error) {
 	lasts := make([]last, 0, len(p.producers.m))
 	for id, e := range p.producers.m {
 		lb := e.last()
-		lasts = append(lasts, last{ProducerInfo{ID: id, Epoch: e.epoch, LastSequence: lb.lastSeq, LastTimestamp: -1}, lb.baseOffset})
+		lasts = append(lasts, last{ProducerInfo{ID: id, Epoch: e.epoch, LastSequence: lb.lastSeq, LastTimestamp: -1,
+			TxnStartOffset: e.txnFirst, CoordinatorEpoch: e.coordinatorEpoch}, lb.baseOffset})
 	}
 	p.appendMu.Unlock()
 	slices.SortFunc(lasts, func(a, c last) int { return int(a.ID - c.ID) })

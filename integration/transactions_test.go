@@ -71,7 +71,54 @@ func TestTransactionsCommitAndAbort(t *testing.T) {
 	}
 	round("first", 100, true)
 	round("aborted", 50, false)
-	round("second", 30, true)
+
+	// An open transaction, as weirctl shows it: Ongoing, and the start
+	// offset of the partition it wrote to, at that partition's leader.
+	if err := prod.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("second-open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	w := newWeirctl(t, bs[0])
+	type txnLine struct {
+		TransactionalID string `json:"transactional_id"`
+		State           string `json:"state"`
+	}
+	open := decodeJSON[[]txnLine](t, w.ok(t, "", "transaction", "list", "--format", "json"))
+	if len(open) != 1 || open[0].TransactionalID != "txn-app" || open[0].State != "Ongoing" {
+		t.Fatalf("weirctl transaction list: %+v", open)
+	}
+	type txnDetail struct {
+		State      string             `json:"state"`
+		Partitions map[string][]int32 `json:"partitions"`
+	}
+	detail := decodeJSON[[]txnDetail](t, w.ok(t, "", "transaction", "describe", "txn-app", "--format", "json"))
+	if len(detail) != 1 || detail[0].State != "Ongoing" || len(detail[0].Partitions[topic]) == 0 {
+		t.Fatalf("weirctl transaction describe: %+v", detail)
+	}
+	type producerLine struct {
+		Partition      int32 `json:"partition"`
+		TxnStartOffset int64 `json:"txn_start_offset"`
+	}
+	producers := decodeJSON[[]producerLine](t, w.ok(t, "", "producer", "describe", topic, "--format", "json"))
+	openAt := int64(-1)
+	for _, l := range producers {
+		if l.TxnStartOffset >= 0 {
+			openAt = l.TxnStartOffset
+		}
+	}
+	if openAt < 0 {
+		t.Fatalf("weirctl producer describe shows no open transaction on %s: %+v", topic, producers)
+	}
+	for i := range 29 {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "second-%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
 
 	committed := consumeValues(t, bs[1], seeds, topic, kgo.ReadCommitted(), 130, clusterTimeout)
 	if len(committed) != 130 {

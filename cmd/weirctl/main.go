@@ -43,6 +43,8 @@ func newRootCommand(out io.Writer) *cobra.Command {
 	root.AddCommand(
 		newTopicCommand(g),
 		newGroupCommand(g),
+		newTransactionCommand(g),
+		newProducerCommand(g),
 		newClusterCommand(g),
 		newACLCommand(g),
 		newProduceCommand(g),
