@@ -245,3 +245,58 @@ func TestTransactionsConsumeTransformProduce(t *testing.T) {
 		t.Fatalf("the group's committed offsets add up to %d, want %d", total, records)
 	}
 }
+
+// TestTransactionsCoordinatorFailover: the broker coordinating an open
+// transaction is killed (SIGKILL). The transaction's state is in
+// __transaction_state, replicated by its partition's Raft group: the new
+// leader of that partition takes the id over, the producer carries on
+// writing to the same transaction and commits it, and a read_committed
+// reader sees all of it exactly once.
+func TestTransactionsCoordinatorFailover(t *testing.T) {
+	bs := StartCluster(t, 3, WithSet("transaction_state_log_num_partitions", "1"))
+	const topic = "txn-failover"
+	createReplicatedTopic(t, bs[0], topic, 2, 3, nil)
+	waitReplicatedLeaders(t, bs, bs, topic, 2, 3, leaderTimeout, nil)
+	seeds := kafkaAddrs(bs)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*clusterTimeout)
+	defer cancel()
+	prod := bs[0].Client(t, kgo.SeedBrokers(seeds...), kgo.TransactionalID("failover-app"), kgo.DefaultProduceTopic(topic),
+		kgo.TransactionTimeout(60*time.Second), kgo.RetryTimeout(time.Minute))
+	if err := prod.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produce := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			if err := prod.ProduceSync(ctx, &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "v%d", i)}).FirstErr(); err != nil {
+				t.Fatalf("produce %d: %v", i, err)
+			}
+		}
+	}
+	produce(0, 50)
+	adm := kadmClient(t, bs)
+	co := adm.FindTxnCoordinators(ctx, "failover-app")
+	found, ok := co["failover-app"]
+	if !ok || found.Err != nil {
+		t.Fatalf("coordinator of failover-app: %+v", co)
+	}
+	victim := brokerByID(t, bs, found.NodeID)
+	t.Logf("killing node %d, the coordinator of failover-app", victim.NodeID)
+	victim.Kill(t)
+	produce(50, 100)
+	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit after the coordinator's loss: %v", err)
+	}
+	live := without(bs, int32(victim.NodeID))
+	got := consumeValues(t, live[0], kafkaAddrs(live), topic, kgo.ReadCommitted(), 100, 2*clusterTimeout)
+	seen := map[string]int{}
+	for _, v := range got {
+		seen[v]++
+	}
+	for i := range 100 {
+		if n := seen[fmt.Sprintf("v%d", i)]; n != 1 {
+			t.Fatalf("v%d is in the committed output %d times (%d records)", i, n, len(got))
+		}
+	}
+	victim.Start(t)
+}
