@@ -40,6 +40,8 @@ func (o *produceOptions) validate() error {
 		return fmt.Errorf("--duration must be >= 0, got %s", o.Duration)
 	case o.linger < 0:
 		return fmt.Errorf("--linger must be >= 0, got %s", o.linger)
+	case o.TxnRecords < 0:
+		return fmt.Errorf("--transaction-records must be >= 0, got %d", o.TxnRecords)
 	}
 	return nil
 }
@@ -54,6 +56,7 @@ func newProduceCommand(g *cli.Options) *cobra.Command {
 			"produce promise fires). With --partitions, creates TOPIC if missing,\n" +
 			"with --replication-factor replicas per partition (default: the broker's).",
 		Example: "  weirctl bench produce bench -p 6 --records 1000000 --record-size 1024 --compression lz4\n" +
+			"  weirctl bench produce txn -p 1 --records 100000 --transaction-records 100\n" +
 			"  weirctl bench produce bench-rf3 -p 3 --replication-factor 3 --acks all --records 200000 --record-size 1024",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -75,6 +78,9 @@ func newProduceCommand(g *cli.Options) *cobra.Command {
 			}
 			if cmd.Flags().Changed("linger") {
 				opts = append(opts, kgo.ProducerLinger(o.linger))
+			}
+			if o.TxnRecords > 0 {
+				opts = append(opts, kgo.TransactionalID(fmt.Sprintf("weirctl-bench-%d", time.Now().UnixNano())))
 			}
 			cl, err := g.NewClient(opts...)
 			if err != nil {
@@ -101,6 +107,7 @@ func newProduceCommand(g *cli.Options) *cobra.Command {
 	f.Int32VarP(&o.partitions, "partitions", "p", 0, "create TOPIC with this many partitions if it is missing (0: topic must exist)")
 	f.Int16VarP(&o.replicas, "replication-factor", "r", -1, "replication factor when --partitions creates TOPIC (-1: broker default)")
 	f.DurationVar(&o.Duration, "duration", 0, "stop after this long even if --records are not done (0: no limit)")
+	f.Int64Var(&o.TxnRecords, "transaction-records", 0, "write the records in transactions of this many, committed one after the other (0: no transactions)")
 	_ = cmd.MarkFlagRequired("records")
 	return cmd
 }

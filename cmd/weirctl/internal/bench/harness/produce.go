@@ -20,6 +20,9 @@ type ProduceOptions struct {
 	Records    int64
 	RecordSize int
 	Duration   time.Duration
+	// TxnRecords > 0 writes the records in transactions of this many
+	// each, committed one after the other; cl must be transactional.
+	TxnRecords int64
 }
 
 // Produce is bench produce's loop, which also fills bench fanout's
@@ -53,7 +56,28 @@ func Produce(parent context.Context, g *cli.Options, cl *kgo.Client, errOut io.W
 	run.Started = time.Now()
 	go run.Monitor(monCtx, errOut, "bench produce", g.Timeout)
 
+	inTxn := false
+	endTxn := func() {
+		inTxn = false
+		// A commit covers what was flushed (kgo's EndTransaction does
+		// not flush).
+		err := cl.Flush(ctx)
+		if err == nil {
+			err = cl.EndTransaction(ctx, kgo.TryCommit)
+		}
+		if err != nil && ctx.Err() == nil {
+			run.Errs.Add(1)
+			cancel(fmt.Errorf("commit a transaction to %s: %w", topic, err))
+		}
+	}
 	for i := int64(0); i < o.Records && ctx.Err() == nil; i++ {
+		if o.TxnRecords > 0 && !inTxn {
+			if err := cl.BeginTransaction(); err != nil {
+				cancel(fmt.Errorf("begin a transaction: %w", err))
+				break
+			}
+			inTxn = true
+		}
 		start := time.Now()
 		cl.Produce(ctx, &kgo.Record{Value: payload}, func(r *kgo.Record, err error) {
 			if err != nil {
@@ -74,6 +98,12 @@ func Produce(parent context.Context, g *cli.Options, cl *kgo.Client, errOut io.W
 			run.Done.Add(1)
 			run.Completed(now)
 		})
+		if inTxn && ((i+1)%o.TxnRecords == 0 || i+1 == o.Records) {
+			endTxn() // the next transaction starts after its commit
+		}
+	}
+	if inTxn {
+		endTxn()
 	}
 
 	flushCtx, cancelFlush := context.WithTimeout(context.WithoutCancel(ctx), g.Timeout+time.Second)
