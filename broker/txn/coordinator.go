@@ -105,6 +105,10 @@ type entry struct {
 	mu        sync.Mutex
 	st        state
 	exists    bool // st was written (or replayed)
+	// completed is closed when the transaction being prepared is
+	// complete (its markers and its completed state written); nil when
+	// none is being prepared.
+	completed chan struct{}
 }
 
 // New makes a coordinator that serves no id until LoadPartition.
@@ -321,6 +325,9 @@ func (c *Coordinator) write(e *entry, gen uint64, next state) int16 {
 // completed state, on its own goroutine, retrying until it succeeds or
 // the partition is no longer served by gen.
 func (c *Coordinator) complete(e *entry, gen uint64) {
+	if e.completed == nil {
+		e.completed = make(chan struct{})
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -367,5 +374,12 @@ func (c *Coordinator) completeOnce(e *entry, gen uint64) (done bool) {
 		next.status = kmsg.TransactionStateCompleteCommit
 	}
 	next.partitions, next.updateMs = nil, c.now().UnixMilli()
-	return c.write(e, gen, next) == 0 || !c.current(e.partition, gen)
+	if c.write(e, gen, next) != 0 {
+		return !c.current(e.partition, gen)
+	}
+	if e.completed != nil {
+		close(e.completed)
+		e.completed = nil
+	}
+	return true
 }

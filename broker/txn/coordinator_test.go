@@ -200,24 +200,24 @@ func TestCommitWritesMarkersThenCompletes(t *testing.T) {
 	if len(tx.Partitions) != 3 || tx.StartMs < 0 {
 		t.Fatalf("ongoing: %+v", tx)
 	}
-	wantCode(t, "commit", h.c.EndTxn("app", p.ID, p.Epoch, true, 3), nil)
+	wantCode(t, "commit", endCode(h.c.EndTxn("app", p.ID, p.Epoch, true, 3)), nil)
 	h.wantState("app", kmsg.TransactionStateCompleteCommit)
 	ms := h.markers.all()
 	if len(ms) != 1 || !ms[0].Commit || ms[0].ProducerID != p.ID || ms[0].ProducerEpoch != p.Epoch || ms[0].CoordinatorEpoch != 1 || len(ms[0].Partitions) != 3 {
 		t.Fatalf("markers %+v", ms)
 	}
-	wantCode(t, "commit retried", h.c.EndTxn("app", p.ID, p.Epoch, true, 3), nil)
-	wantCode(t, "abort after commit", h.c.EndTxn("app", p.ID, p.Epoch, false, 3), kerr.InvalidTxnState)
+	wantCode(t, "commit retried", endCode(h.c.EndTxn("app", p.ID, p.Epoch, true, 3)), nil)
+	wantCode(t, "abort after commit", endCode(h.c.EndTxn("app", p.ID, p.Epoch, false, 3)), kerr.InvalidTxnState)
 	// The next transaction starts from the completed one.
 	wantCode(t, "add after commit", h.c.AddPartitions("app", p.ID, p.Epoch, []TopicPartition{tpA}, 3), nil)
-	wantCode(t, "abort", h.c.EndTxn("app", p.ID, p.Epoch, false, 3), nil)
+	wantCode(t, "abort", endCode(h.c.EndTxn("app", p.ID, p.Epoch, false, 3)), nil)
 	h.wantState("app", kmsg.TransactionStateCompleteAbort)
 	if ms := h.markers.all(); len(ms) != 2 || ms[1].Commit || len(ms[1].Partitions) != 1 {
 		t.Fatalf("markers %+v", ms)
 	}
-	wantCode(t, "end with nothing open", h.c.EndTxn("app", p.ID, p.Epoch, true, 3), kerr.InvalidTxnState)
-	wantCode(t, "unknown producer id", h.c.EndTxn("app", p.ID+1, p.Epoch, true, 3), kerr.InvalidProducerIDMapping)
-	wantCode(t, "unknown transactional id", h.c.EndTxn("nobody", p.ID, p.Epoch, true, 3), kerr.InvalidProducerIDMapping)
+	wantCode(t, "end with nothing open", endCode(h.c.EndTxn("app", p.ID, p.Epoch, true, 3)), kerr.InvalidTxnState)
+	wantCode(t, "unknown producer id", endCode(h.c.EndTxn("app", p.ID+1, p.Epoch, true, 3)), kerr.InvalidProducerIDMapping)
+	wantCode(t, "unknown transactional id", endCode(h.c.EndTxn("nobody", p.ID, p.Epoch, true, 3)), kerr.InvalidProducerIDMapping)
 }
 
 func TestPreparingIsConcurrent(t *testing.T) {
@@ -225,9 +225,9 @@ func TestPreparingIsConcurrent(t *testing.T) {
 	p := h.init("app")
 	h.markers.failing.Store(true)
 	wantCode(t, "add", h.c.AddPartitions("app", p.ID, p.Epoch, []TopicPartition{tpA}, 3), nil)
-	wantCode(t, "commit", h.c.EndTxn("app", p.ID, p.Epoch, true, 3), nil)
-	wantCode(t, "commit retried while preparing", h.c.EndTxn("app", p.ID, p.Epoch, true, 3), kerr.ConcurrentTransactions)
-	wantCode(t, "abort while committing", h.c.EndTxn("app", p.ID, p.Epoch, false, 3), kerr.InvalidTxnState)
+	wantCode(t, "commit", endCode(h.c.EndTxn("app", p.ID, p.Epoch, true, 3)), nil)
+	wantCode(t, "commit retried while preparing", endCode(h.c.EndTxn("app", p.ID, p.Epoch, true, 3)), kerr.ConcurrentTransactions)
+	wantCode(t, "abort while committing", endCode(h.c.EndTxn("app", p.ID, p.Epoch, false, 3)), kerr.InvalidTxnState)
 	wantCode(t, "add while preparing", h.c.AddPartitions("app", p.ID, p.Epoch, []TopicPartition{tpB}, 3), kerr.ConcurrentTransactions)
 	if r := h.c.InitProducerID(context.Background(), "app", 60_000, -1, -1, 5); r.Code != kerr.ConcurrentTransactions.Code {
 		t.Fatalf("init while preparing: %d", r.Code)
@@ -256,7 +256,7 @@ func TestInitFencesOngoing(t *testing.T) {
 	}
 	wantCode(t, "old producer, v3", h.c.AddPartitions("app", old.ID, old.Epoch, []TopicPartition{tpA}, 3), kerr.ProducerFenced)
 	wantCode(t, "old producer, v1", h.c.AddPartitions("app", old.ID, old.Epoch, []TopicPartition{tpA}, 1), kerr.InvalidProducerEpoch)
-	wantCode(t, "old producer ends", h.c.EndTxn("app", old.ID, old.Epoch, true, 3), kerr.ProducerFenced)
+	wantCode(t, "old producer ends", endCode(h.c.EndTxn("app", old.ID, old.Epoch, true, 3)), kerr.ProducerFenced)
 }
 
 // TestFailoverCompletesPrepared: a coordinator that loads a partition
@@ -267,7 +267,7 @@ func TestFailoverCompletesPrepared(t *testing.T) {
 	p := h.init("app")
 	wantCode(t, "add", h.c.AddPartitions("app", p.ID, p.Epoch, []TopicPartition{tpA, tpB}, 3), nil)
 	h.markers.failing.Store(true)
-	wantCode(t, "commit", h.c.EndTxn("app", p.ID, p.Epoch, true, 3), nil)
+	wantCode(t, "commit", endCode(h.c.EndTxn("app", p.ID, p.Epoch, true, 3)), nil)
 	h.c.UnloadPartition(h.c.Partition("app"))
 	if _, code := h.c.Describe("app"); code != kerr.NotCoordinator.Code {
 		t.Fatalf("describe on the unloaded coordinator: %d", code)
@@ -295,7 +295,7 @@ func TestTimeoutAbortsAndFences(t *testing.T) {
 	if ms := h.markers.all(); len(ms) != 1 || ms[0].Commit || ms[0].ProducerEpoch != r.Epoch+1 {
 		t.Fatalf("markers %+v", ms)
 	}
-	wantCode(t, "the timed-out producer commits", h.c.EndTxn("slow", r.ID, r.Epoch, true, 3), kerr.ProducerFenced)
+	wantCode(t, "the timed-out producer commits", endCode(h.c.EndTxn("slow", r.ID, r.Epoch, true, 3)), kerr.ProducerFenced)
 }
 
 func TestIDExpiration(t *testing.T) {
@@ -358,5 +358,35 @@ func TestDescribeAndList(t *testing.T) {
 		if got := fmt.Sprint(ids(tc.f)); got != tc.want {
 			t.Errorf("list %+v: %s, want %s", tc.f, got, tc.want)
 		}
+	}
+}
+
+// endCode is EndTxn's code alone.
+func endCode(code int16, _ <-chan struct{}) int16 { return code }
+
+// TestEndTxnDoneAfterMarkers: EndTxn's done channel closes once the
+// markers are written and the transaction is complete.
+func TestEndTxnDoneAfterMarkers(t *testing.T) {
+	h := newHarness(t)
+	p := h.init("app")
+	wantCode(t, "add", h.c.AddPartitions("app", p.ID, p.Epoch, []TopicPartition{tpA}, 3), nil)
+	h.markers.failing.Store(true)
+	code, done := h.c.EndTxn("app", p.ID, p.Epoch, true, 3)
+	if code != 0 || done == nil {
+		t.Fatalf("EndTxn: code %d, done %v", code, done)
+	}
+	select {
+	case <-done:
+		t.Fatal("done before any marker was written")
+	case <-time.After(100 * time.Millisecond):
+	}
+	h.markers.failing.Store(false)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("done not closed after the markers")
+	}
+	if tx, _ := h.c.Describe("app"); tx.State != kmsg.TransactionStateCompleteCommit {
+		t.Fatalf("state %v once done", tx.State)
 	}
 }

@@ -84,14 +84,17 @@ func (c *Coordinator) AddOffsets(id string, pid int64, epoch int16, groupID stri
 }
 
 // EndTxn commits or aborts the producer's transaction (EndTxn v0-v4):
-// the prepared state is written and answered, and the markers and the
-// completed state follow. A retry finds the transaction preparing
-// (CONCURRENT_TRANSACTIONS) or complete (NONE); the other outcome than
-// the one under way is INVALID_TXN_STATE.
-func (c *Coordinator) EndTxn(id string, pid int64, epoch int16, commit bool, version int16) int16 {
+// the prepared state is written, and the markers and the completed state
+// follow. done, when not nil, is closed once they are: an answer given
+// then spares the producer's next transaction the CONCURRENT_TRANSACTIONS
+// retries of one that starts while markers are still being written
+// (Kafka answers at once; either answer is NONE). A retry finds the
+// transaction preparing (CONCURRENT_TRANSACTIONS) or complete (NONE); the
+// other outcome than the one under way is INVALID_TXN_STATE.
+func (c *Coordinator) EndTxn(id string, pid int64, epoch int16, commit bool, version int16) (code int16, done <-chan struct{}) {
 	e, gen, code := c.check(id, pid, epoch, version, 2)
 	if code != 0 {
-		return code
+		return code, nil
 	}
 	defer e.mu.Unlock()
 	prepare, complete := kmsg.TransactionStatePrepareAbort, kmsg.TransactionStateCompleteAbort
@@ -103,16 +106,16 @@ func (c *Coordinator) EndTxn(id string, pid int64, epoch int16, commit bool, ver
 		next := e.st
 		next.status, next.updateMs = prepare, c.now().UnixMilli()
 		if code := c.write(e, gen, next); code != 0 {
-			return code
+			return code, nil
 		}
 		c.complete(e, gen)
-		return 0
+		return 0, e.completed
 	case complete:
-		return 0
+		return 0, nil
 	case prepare, kmsg.TransactionStatePrepareEpochFence:
-		return kerr.ConcurrentTransactions.Code
+		return kerr.ConcurrentTransactions.Code, nil
 	}
-	return kerr.InvalidTxnState.Code
+	return kerr.InvalidTxnState.Code, nil
 }
 
 // Expire aborts the ongoing transactions that outlived their timeout,
