@@ -272,21 +272,15 @@ func (c *logCleaner) clean(ctx context.Context, t cleanTarget, threads int) {
 
 // prepareClean checkpoints the replica and returns the offset a clean may
 // reach: its high watermark, which the new checkpoint covers.
-func (p *Partition) prepareClean() (int64, error) {
-	// As enforceRetention: most of the fsync without appendMu.
-	_ = p.log.Sync()
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	if err := p.failure(); err != nil {
-		return 0, err
-	}
-	if err := p.checkpointLocked(); err != nil {
-		return 0, err
-	}
-	p.ckptMu.Lock()
-	end := p.checkpoint.End
-	p.ckptMu.Unlock()
-	return min(end, p.HighWatermark()), nil
+func (p *Partition) prepareClean() (upTo int64, err error) {
+	err = p.checkpointed(func() error {
+		p.ckptMu.Lock()
+		end := p.checkpoint.End
+		p.ckptMu.Unlock()
+		upTo = min(end, p.HighWatermark())
+		return nil
+	})
+	return upTo, err
 }
 
 var (

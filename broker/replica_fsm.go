@@ -155,26 +155,36 @@ func (p *Partition) applyDeleteRecords(offset int64) applyResult {
 // stay identical because only whole old segments go. The log is
 // checkpointed first, so a restart never has to truncate below the new
 // log start.
-func (p *Partition) enforceRetention() (int, error) {
-	// Most of the fsync first, without appendMu: the apply goroutine
-	// (every produce) would wait for it otherwise. The checkpoint below
-	// then only has what was applied meanwhile to sync, and reports any
-	// error this one hit.
+func (p *Partition) enforceRetention() (n int, err error) {
+	err = p.checkpointed(func() error {
+		var err error
+		n, err = p.log.EnforceRetention()
+		if n > 0 {
+			p.epochs.truncateBefore(p.log.LogStartOffset())
+			p.aborted.dropBefore(p.log.LogStartOffset())
+		}
+		return err
+	})
+	return n, err
+}
+
+// checkpointed runs fn with appendMu held right after a checkpoint of
+// everything applied, for work that must never leave a restart below it
+// (retention, cleaning). Most of the fsync happens first, without
+// appendMu: the apply goroutine (every produce) would wait for it
+// otherwise; the checkpoint then only has what was applied meanwhile to
+// sync, and reports any error the first fsync hit.
+func (p *Partition) checkpointed(fn func() error) error {
 	_ = p.log.Sync()
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if err := p.failure(); err != nil {
-		return 0, err
+		return err
 	}
 	if err := p.checkpointLocked(); err != nil {
-		return 0, err
+		return err
 	}
-	n, err := p.log.EnforceRetention()
-	if n > 0 {
-		p.epochs.truncateBefore(p.log.LogStartOffset())
-		p.aborted.dropBefore(p.log.LogStartOffset())
-	}
-	return n, err
+	return fn()
 }
 
 // fail makes the replica fail-stop: after a failed write or fsync the log

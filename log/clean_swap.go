@@ -106,6 +106,11 @@ func (l *Log) lowerCleanedTo(offset int64) error {
 	if offset >= l.cleanedTo {
 		return nil
 	}
+	return l.setCleanedTo(offset)
+}
+
+// setCleanedTo makes offset the cleaner checkpoint, on disk first.
+func (l *Log) setCleanedTo(offset int64) error {
 	if err := writeCheckpoint(l.fsys, l.dir, cleanerCheckpointFile, offset); err != nil {
 		return fmt.Errorf("log: write %s: %w", cleanerCheckpointFile, err)
 	}

@@ -119,11 +119,5 @@ func (l *Log) raiseCleanedTo(offset int64) error {
 	if offset <= cur {
 		return nil
 	}
-	if err := writeCheckpoint(l.fsys, l.dir, cleanerCheckpointFile, offset); err != nil {
-		return fmt.Errorf("log: write %s: %w", cleanerCheckpointFile, err)
-	}
-	l.mu.Lock()
-	l.cleanedTo = offset
-	l.mu.Unlock()
-	return nil
+	return l.setCleanedTo(offset)
 }

@@ -55,21 +55,15 @@ func (g *group) commit(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitRes
 		for j, rp := range rt.Partitions {
 			sp := &st.Partitions[j]
 			sp.Partition = rp.Partition
-			switch {
-			case code != 0:
-				sp.ErrorCode = code
-			case rp.Metadata != nil && len(*rp.Metadata) > maxOffsetMetadata:
-				sp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
-			case !g.c.opts.PartitionExists(rt.Topic, rp.Partition):
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			default:
-				o := offset{offset: rp.Offset, leaderEpoch: rp.LeaderEpoch, commitTime: now.UnixMilli()}
-				if req.Version < 6 {
-					o.leaderEpoch = -1
-				}
-				if rp.Metadata != nil {
-					o.metadata = *rp.Metadata
-				}
+			if sp.ErrorCode = code; code != 0 {
+				continue
+			}
+			epoch := rp.LeaderEpoch
+			if req.Version < 6 {
+				epoch = -1
+			}
+			o, code := g.checkedOffset(rt.Topic, rp.Partition, rp.Offset, epoch, rp.Metadata, now.UnixMilli())
+			if sp.ErrorCode = code; code == 0 {
 				writes = append(writes, pending{rt.Topic, rp.Partition, o, &sp.ErrorCode})
 			}
 		}
@@ -90,6 +84,22 @@ func (g *group) commit(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitRes
 	for _, w := range writes {
 		g.setOffset(w.topic, w.partition, w.o)
 	}
+}
+
+// checkedOffset is what a commit of one partition stores, or the code
+// refusing it.
+func (g *group) checkedOffset(topic string, partition int32, off int64, leaderEpoch int32, metadata *string, nowMs int64) (offset, int16) {
+	switch {
+	case metadata != nil && len(*metadata) > maxOffsetMetadata:
+		return offset{}, kerr.OffsetMetadataTooLarge.Code
+	case !g.c.opts.PartitionExists(topic, partition):
+		return offset{}, kerr.UnknownTopicOrPartition.Code
+	}
+	o := offset{offset: off, leaderEpoch: leaderEpoch, commitTime: nowMs}
+	if metadata != nil {
+		o.metadata = *metadata
+	}
+	return o, 0
 }
 
 func (g *group) setOffset(topic string, partition int32, o offset) {

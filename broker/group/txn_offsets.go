@@ -107,18 +107,11 @@ func (g *group) txnCommit(req *kmsg.TxnOffsetCommitRequest, resp *kmsg.TxnOffset
 		for j, rp := range rt.Partitions {
 			sp := &st.Partitions[j]
 			sp.Partition = rp.Partition
-			switch {
-			case code != 0:
-				sp.ErrorCode = code
-			case rp.Metadata != nil && len(*rp.Metadata) > maxOffsetMetadata:
-				sp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
-			case !g.c.opts.PartitionExists(rt.Topic, rp.Partition):
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			default:
-				o := offset{offset: rp.Offset, leaderEpoch: rp.LeaderEpoch, commitTime: now}
-				if rp.Metadata != nil {
-					o.metadata = *rp.Metadata
-				}
+			if sp.ErrorCode = code; code != 0 {
+				continue
+			}
+			o, code := g.checkedOffset(rt.Topic, rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, now)
+			if sp.ErrorCode = code; code == 0 {
 				writes = append(writes, write{rt.Topic, rp.Partition, o, &sp.ErrorCode})
 			}
 		}
