@@ -41,6 +41,11 @@ import (
 //	                 including the errors Kafka gives while the group has
 //	                 members. The broker runs with
 //	                 cluster.group_initial_rebalance_delay_ms=0.
+//	transactions     transactional producers on three brokers (see
+//	                 TxnScenario.java and java_transactions_test.go):
+//	                 commit, abort, fencing, consume-transform-produce
+//	                 with sendOffsetsToTransaction, a transaction left
+//	                 open for kafka-transactions to find.
 //
 // The test skips without java or mvn. The jar is built once per test
 // binary with mvn (Maven Central must be reachable the first time; the
@@ -101,8 +106,9 @@ func javaCompatJar(t *testing.T, mvn string) string {
 
 // runJavaScenario runs one scenario of the jar against b and fails the
 // test, with the program's output, unless it exits 0. props are JVM
-// system properties (name=value) the scenario reads.
-func runJavaScenario(t *testing.T, java, jar string, b *Broker, scenario string, props ...string) {
+// system properties (name=value) the scenario reads. It returns what the
+// program printed.
+func runJavaScenario(t *testing.T, java, jar string, b *Broker, scenario string, props ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), javaScenarioTimeout)
 	defer cancel()
@@ -132,9 +138,10 @@ func runJavaScenario(t *testing.T, java, jar string, b *Broker, scenario string,
 	}
 	if testing.Verbose() {
 		t.Logf("java scenario %s passed in %v; output:\n%s", scenario, elapsed, out.String())
-		return
+		return out.String()
 	}
 	t.Logf("java scenario %s passed in %v: %s", scenario, elapsed, javaLastLine(out.String(), "PASS:"))
+	return out.String()
 }
 
 // javaLastLine returns the last line of s starting with prefix, or "".

@@ -390,3 +390,36 @@ func TestEndTxnDoneAfterMarkers(t *testing.T) {
 		t.Fatalf("state %v once done", tx.State)
 	}
 }
+
+// DescribeTransactions shows, as Kafka does, when the last transaction
+// began even once it is complete (kafka-transactions describe prints it);
+// a new producer (InitProducerId) has none. Listing by duration still
+// selects open transactions only.
+func TestDescribeStartOfCompletedTransaction(t *testing.T) {
+	h := newHarness(t)
+	p := h.init("app")
+	if tx := h.wantState("app", kmsg.TransactionStateEmpty); tx.StartMs != -1 {
+		t.Fatalf("new producer: start %d, want -1", tx.StartMs)
+	}
+	began := h.clk.now().UnixMilli()
+	wantCode(t, "add", h.c.AddPartitions("app", p.ID, p.Epoch, []TopicPartition{tpA}, 3), nil)
+	h.clk.ms.Add(5_000)
+	wantCode(t, "add more", h.c.AddPartitions("app", p.ID, p.Epoch, []TopicPartition{tpB}, 3), nil)
+	if tx := h.wantState("app", kmsg.TransactionStateOngoing); tx.StartMs != began {
+		t.Fatalf("ongoing: start %d, want %d", tx.StartMs, began)
+	}
+	if got := h.c.List(ListFilter{MinDurationMs: 4_000}); len(got) != 1 {
+		t.Fatalf("list of transactions open 4 s: %+v", got)
+	}
+	wantCode(t, "commit", endCode(h.c.EndTxn("app", p.ID, p.Epoch, true, 3)), nil)
+	if tx := h.wantState("app", kmsg.TransactionStateCompleteCommit); tx.StartMs != began {
+		t.Fatalf("committed: start %d, want %d", tx.StartMs, began)
+	}
+	if got := h.c.List(ListFilter{MinDurationMs: 4_000}); len(got) != 0 {
+		t.Fatalf("list of transactions open 4 s, after the commit: %+v", got)
+	}
+	h.init("app")
+	if tx := h.wantState("app", kmsg.TransactionStateEmpty); tx.StartMs != -1 {
+		t.Fatalf("after InitProducerId: start %d, want -1", tx.StartMs)
+	}
+}

@@ -11,10 +11,13 @@ import (
 // Transaction is one transactional id as DescribeTransactions and
 // ListTransactions show it.
 type Transaction struct {
-	ID            string
-	State         kmsg.TransactionState
-	TimeoutMs     int32
-	StartMs       int64 // -1 with no transaction open
+	ID        string
+	State     kmsg.TransactionState
+	TimeoutMs int32
+	// StartMs is when the last transaction began (its first partition),
+	// kept once it completes, as Kafka's txnStartTimestamp; -1 after
+	// InitProducerId, before the producer's first transaction.
+	StartMs       int64
 	ProducerID    int64
 	ProducerEpoch int16
 	Partitions    []TopicPartition
@@ -39,12 +42,17 @@ func (c *Coordinator) Describe(id string) (Transaction, int16) {
 
 // e.mu is held.
 func (e *entry) transaction() Transaction {
-	start := e.st.startMs
-	if e.st.status != kmsg.TransactionStateOngoing && e.st.status != kmsg.TransactionStatePrepareCommit && e.st.status != kmsg.TransactionStatePrepareAbort {
-		start = -1
-	}
-	return Transaction{ID: e.id, State: e.st.status, TimeoutMs: e.st.timeoutMs, StartMs: start,
+	return Transaction{ID: e.id, State: e.st.status, TimeoutMs: e.st.timeoutMs, StartMs: e.st.startMs,
 		ProducerID: e.st.producerID, ProducerEpoch: e.st.producerEpoch, Partitions: e.st.partitions}
+}
+
+// open reports whether t is in a transaction: Ongoing, or ending.
+func (t Transaction) open() bool {
+	switch t.State {
+	case kmsg.TransactionStateOngoing, kmsg.TransactionStatePrepareCommit, kmsg.TransactionStatePrepareAbort:
+		return true
+	}
+	return false
 }
 
 // ListFilter selects transactions for List; zero fields select all.
@@ -88,7 +96,7 @@ func (f ListFilter) selects(t Transaction, nowMs int64) bool {
 	if len(f.ProducerIDs) > 0 && !contains(f.ProducerIDs, t.ProducerID) {
 		return false
 	}
-	if f.MinDurationMs > 0 && (t.StartMs < 0 || nowMs-t.StartMs < f.MinDurationMs) {
+	if f.MinDurationMs > 0 && (!t.open() || t.StartMs < 0 || nowMs-t.StartMs < f.MinDurationMs) {
 		return false
 	}
 	return f.IDPattern == nil || f.IDPattern.MatchString(t.ID)

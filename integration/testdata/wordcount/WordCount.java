@@ -24,14 +24,17 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * integration tests (streams_test.go compiles and runs it against weir).
  *
  * <pre>
- * java WordCount BOOTSTRAP APPLICATION_ID STATE_DIR INPUT_TOPIC OUTPUT_TOPIC
+ * java WordCount BOOTSTRAP APPLICATION_ID STATE_DIR INPUT_TOPIC OUTPUT_TOPIC [NAME=VALUE ...]
  * </pre>
  *
  * Lines of INPUT_TOPIC are split into lower-case words, regrouped by word
  * (a repartition topic) and counted in a persistent key-value store named
  * "counts" (RocksDB in STATE_DIR, backed by a compacted changelog topic);
  * every new count goes to OUTPUT_TOPIC, the word as the key and the count
- * as an 8-byte big-endian long. processing.guarantee is at_least_once.
+ * as an 8-byte big-endian long. processing.guarantee is at_least_once
+ * unless a NAME=VALUE argument, a Streams config, says otherwise
+ * (processing.guarantee=exactly_once_v2); those override every setting
+ * below.
  *
  * The program runs until it is killed, printing lines the test waits for:
  * "STATE RUNNING" when the application runs, "RESTORED store topic
@@ -42,8 +45,8 @@ public final class WordCount {
     public static final String STORE = "counts";
 
     public static void main(String[] args) throws InterruptedException {
-        if (args.length != 5) {
-            System.err.println("usage: WordCount BOOTSTRAP APPLICATION_ID STATE_DIR INPUT_TOPIC OUTPUT_TOPIC");
+        if (args.length < 5) {
+            System.err.println("usage: WordCount BOOTSTRAP APPLICATION_ID STATE_DIR INPUT_TOPIC OUTPUT_TOPIC [NAME=VALUE ...]");
             System.exit(2);
         }
         String bootstrap = args[0], applicationId = args[1], stateDir = args[2], input = args[3], output = args[4];
@@ -63,6 +66,15 @@ public final class WordCount {
         // session timeout, not Kafka's default 45 s, when the next one joins.
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1000);
+        for (int i = 5; i < args.length; i++) {
+            String[] kv = args[i].split("=", 2);
+            if (kv.length != 2) {
+                System.err.println("WordCount: " + args[i] + ": want NAME=VALUE, a Streams config");
+                System.exit(2);
+            }
+            props.put(kv[0], kv[1]);
+            System.out.println("CONFIG " + kv[0] + "=" + kv[1]);
+        }
 
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))

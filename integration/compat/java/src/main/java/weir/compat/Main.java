@@ -65,7 +65,8 @@ import org.apache.kafka.common.utils.AppInfoParser;
  *
  * <p>Usage: {@code java -jar weir-java-compat.jar <bootstrap> <scenario>} with scenario one
  * of {@code admin}, {@code produce-consume}, {@code timestamps}, {@code group} (consumer groups,
- * see {@link GroupScenario}). Prints every check as
+ * see {@link GroupScenario}), {@code rack-consume}, {@code transactions} (transactional producers
+ * on a three-broker cluster, see {@link TxnScenario}). Prints every check as
  * "ok: ..."; exits 0 when all pass, 1 on the first failed check (message on stderr
  * prefixed "FAIL:"), 2 on bad usage, 3 when the whole scenario overruns its time limit.
  *
@@ -94,7 +95,7 @@ public final class Main {
 
     public static void main(String[] args) {
         if (args.length != 2) {
-            System.err.println("usage: weir-java-compat <bootstrap> <admin|produce-consume|timestamps|group|rack-consume>");
+            System.err.println("usage: weir-java-compat <bootstrap> <admin|produce-consume|timestamps|group|rack-consume|transactions>");
             System.exit(2);
         }
         bootstrap = args[0];
@@ -116,8 +117,11 @@ public final class Main {
             case "rack-consume":
                 run = Main::rackConsume;
                 break;
+            case "transactions":
+                run = TxnScenario::run;
+                break;
             default:
-                System.err.println("unknown scenario " + scenario + "; want admin, produce-consume, timestamps, group or rack-consume");
+                System.err.println("unknown scenario " + scenario + "; want admin, produce-consume, timestamps, group, rack-consume or transactions");
                 System.exit(2);
                 return;
         }
