@@ -164,3 +164,33 @@ func TestReadCommittedFetch(t *testing.T) {
 		t.Fatalf("read_uncommitted: err %v, records to %d, aborted %v", ru.Err, end, ru.Aborted)
 	}
 }
+
+// TestDescribeProducersShowsOpenTransaction: DescribeProducers shows
+// where a producer's open transaction began and the coordinator epoch of
+// its last marker, as Kafka does (kafka-transactions find-hanging reads
+// the start offset); a producer known only from its marker has no
+// sequence and no timestamp yet.
+func TestDescribeProducersShowsOpenTransaction(t *testing.T) {
+	r := &txnReplica{t: t, p: openReplayPartition(t, t.TempDir())}
+	txn := func(pid int64, seq int32, records int, ts int64) []byte {
+		return encodeAppend(0, logtest.Batch{Records: records, Timestamp: ts, Idempotent: true, Transactional: true, ProducerID: pid, BaseSequence: seq}.Encode())
+	}
+	r.mustApply(encodeAppend(0, logtest.Batch{Records: 2}.Encode())) // 0-1
+	r.mustApply(txn(7, 0, 3, 1000))                                  // 2-4: pid 7 opens
+	r.mustApply(txn(7, 3, 1, 2000))                                  // 5
+	r.mustApply(txn(8, 0, 1, 3000))                                  // 6: pid 8 opens
+	r.mustApply(encodeMarker(1, 8, 0, true, 4))                      // 7: commit pid 8
+	r.mustApply(encodeMarker(1, 9, 2, false, 4))                     // 8: abort pid 9, nothing here
+	got, err := r.p.describeProducers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ProducerInfo{
+		{ID: 7, Epoch: 0, LastSequence: 3, LastTimestamp: 2000, CoordinatorEpoch: -1, CurrentTxnStartOffset: 2},
+		{ID: 8, Epoch: 0, LastSequence: 0, LastTimestamp: 3000, CoordinatorEpoch: 4, CurrentTxnStartOffset: -1},
+		{ID: 9, Epoch: 2, LastSequence: -1, LastTimestamp: -1, CoordinatorEpoch: 4, CurrentTxnStartOffset: -1},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("producers\n%+v\nwant\n%+v", got, want)
+	}
+}
