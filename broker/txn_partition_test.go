@@ -194,3 +194,20 @@ func TestDescribeProducersShowsOpenTransaction(t *testing.T) {
 		t.Fatalf("producers\n%+v\nwant\n%+v", got, want)
 	}
 }
+
+// TestCoordinatorTxnAppendFencedEpoch: the group coordinator's
+// transactional write (TxnOffsetCommit) of a producer older than the
+// epoch its partition has seen fails with INVALID_PRODUCER_EPOCH, which
+// the coordinator passes on to the client as Kafka does.
+func TestCoordinatorTxnAppendFencedEpoch(t *testing.T) {
+	b := openTestBroker(t, t.TempDir())
+	mustCreate(t, b, "offsets", 1, nil)
+	store := newInternalStore(b, "offsets")
+	recs := []log.KeyValue{{Key: []byte("k"), Value: []byte("v")}}
+	if _, err := store.AppendTxn(0, 7, 1, recs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.AppendTxn(0, 7, 0, recs); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("a write at an older epoch: %v, want INVALID_PRODUCER_EPOCH", err)
+	}
+}
