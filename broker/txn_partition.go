@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -188,14 +187,6 @@ func (p *Partition) applyMarker(epoch int32, ts int64, body []byte) applyResult 
 		p.onMarker(res.BaseOffset, pid, commit)
 	}
 	return applyResult{append: AppendResult{BaseOffset: res.BaseOffset, LogAppendTime: -1, LogStartOffset: res.LogStartOffset}}
-}
-
-// WriteMarker appends a transaction marker of producer id at epoch
-// through the partition's group (this broker leads it) and returns once
-// it is committed. It is what WriteTxnMarkers does for each partition.
-func (p *Partition) WriteMarker(ctx context.Context, ts, producerID int64, epoch int16, commit bool, coordinatorEpoch int32) error {
-	_, err := p.replicate(ctx, encodeMarker(ts, producerID, epoch, commit, coordinatorEpoch))
-	return err
 }
 
 // rebuildAborted lists the log's aborted transactions again, from its

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/weir-broker/weir/broker/txn"
 	"github.com/weir-broker/weir/log"
 	"github.com/weir-broker/weir/log/logtest"
 	"github.com/weir-broker/weir/raft"
@@ -209,5 +210,37 @@ func TestCoordinatorTxnAppendFencedEpoch(t *testing.T) {
 	}
 	if _, err := store.AppendTxn(0, 7, 0, recs); !errors.Is(err, kerr.InvalidProducerEpoch) {
 		t.Fatalf("a write at an older epoch: %v, want INVALID_PRODUCER_EPOCH", err)
+	}
+}
+
+// TestWriteTxnMarkersManyPartitions: one call writes a transaction's
+// marker to every partition it names (proposed together, waited for
+// together), each answering for itself: the LSO of every partition moves
+// past the transaction, a partition the topic does not have is an error of
+// its own, and a topic that no longer exists needs no marker.
+func TestWriteTxnMarkersManyPartitions(t *testing.T) {
+	b := openTestBroker(t, t.TempDir())
+	tp := mustCreate(t, b, "txn", 4, nil)
+	var tps []txn.TopicPartition
+	for i := range int32(4) {
+		if _, err := tp.Partition(i).replicate(context.Background(), encodeAppend(0, txnBatch(7, 0, 0, 2))); err != nil {
+			t.Fatal(err)
+		}
+		if lso := tp.Partition(i).LastStableOffset(); lso != 0 {
+			t.Fatalf("partition %d: LSO %d with the transaction open", i, lso)
+		}
+		tps = append(tps, txn.TopicPartition{Topic: "txn", Partition: i})
+	}
+	tps = append(tps, txn.TopicPartition{Topic: "txn", Partition: 9}, txn.TopicPartition{Topic: "gone", Partition: 0})
+	errs := b.WriteTxnMarkers(context.Background(), 7, 0, true, 1, tps)
+	for i, err := range errs {
+		if wantErr := i == 4; (err != nil) != wantErr {
+			t.Errorf("%v: %v", tps[i], err)
+		}
+	}
+	for i := range int32(4) {
+		if lso, hw := tp.Partition(i).LastStableOffset(), tp.Partition(i).HighWatermark(); lso != 3 || hw != 3 {
+			t.Errorf("partition %d after the marker: LSO %d, high watermark %d, want 3, 3", i, lso, hw)
+		}
 	}
 }
