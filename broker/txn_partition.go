@@ -144,13 +144,18 @@ func (p *Partition) publishStable() {
 
 // LastStableOffset is the offset below which every transaction is
 // decided: the first offset of the oldest open transaction, or the high
-// watermark when none is open.
+// watermark when none is open. It is never below the log start, which
+// DeleteRecords or retention may have moved past an open transaction's
+// first offset (Kafka's maybeIncrementFirstUnstableOffset does the same):
+// ListOffsets would answer read_committed consumers an offset that no
+// longer exists.
 func (p *Partition) LastStableOffset() int64 {
 	hw := p.hwm.Load()
-	if first := p.firstOpen.Load(); first >= 0 && first < hw {
-		return first
+	first := p.firstOpen.Load()
+	if first < 0 || first >= hw {
+		return hw
 	}
-	return hw
+	return min(max(first, p.log.LogStartOffset()), hw)
 }
 
 // applyMarker appends a transaction marker (entry kind 3).

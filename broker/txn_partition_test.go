@@ -244,3 +244,23 @@ func TestWriteTxnMarkersManyPartitions(t *testing.T) {
 		}
 	}
 }
+
+// TestLastStableOffsetNotBelowLogStart: records deleted past the first
+// offset of an open transaction leave the LSO at the new log start, as
+// Kafka does, not at an offset that no longer exists; the marker then
+// moves it to the high watermark.
+func TestLastStableOffsetNotBelowLogStart(t *testing.T) {
+	r := &txnReplica{t: t, p: openReplayPartition(t, t.TempDir())}
+	r.mustApply(encodeAppend(0, txnBatch(7, 0, 0, 3)))               // 0-2, pid 7 opens
+	r.mustApply(encodeAppend(0, logtest.Batch{Records: 2}.Encode())) // 3-4
+	r.wantStable(0, 5)
+	if res := r.apply(encodeDeleteRecords(4)); res.err != nil {
+		t.Fatal(res.err)
+	}
+	if start := r.p.LogStartOffset(); start != 4 {
+		t.Fatalf("log start %d after deleting records before 4", start)
+	}
+	r.wantStable(4, 5)
+	r.mustApply(encodeMarker(1, 7, 0, true, 1)) // 5
+	r.wantStable(6, 6)
+}
