@@ -83,6 +83,17 @@ func (b *Broker) Transactions() (*txn.Coordinator, error) {
 	return b.txns.Load(), nil
 }
 
+// ExistingTransactions returns the transaction coordinator once
+// __transaction_state exists, never creating it: requests that only read
+// transactions (DescribeTransactions, ListTransactions) leave that to the
+// first transactional client, as Kafka does.
+func (b *Broker) ExistingTransactions() (*txn.Coordinator, bool) {
+	if b.Topic(TxnTopic) == nil {
+		return nil, false
+	}
+	return b.txns.Load(), true
+}
+
 func (b *Broker) createTxnTopic() error {
 	_, err := b.CreateTopic(CreateTopicRequest{
 		Name:              TxnTopic,
