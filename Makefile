@@ -11,6 +11,7 @@
 #   make bench-scale  what partitions cost, weir beside Apache Kafka 4.1 (KRaft, jars fetched with mvn): memory, fds, disk, idle CPU, create, failover, produce (PARTITIONS, BASELINE_REF)
 #   make bench-produce  produce throughput, latency and broker CPU per MB, weir beside Apache Kafka 4.1, one broker and three, Java and weirctl clients (SYSTEMS, SETUPS)
 #   make compat  franz-go's kgo integration suite against a fresh weir
+#   make compat-cluster  the same against a fresh 3-broker cluster, topics with 3 replicas
 #   make chaos   fault injection on a 3-broker cluster, then every replica checked (CHAOS_DURATION, CHAOS_SEED)
 #   make fuzz    every fuzz target, FUZZ_TIME each (default 30s)
 #   make soak    thousands of connections and hundreds of partitions for SOAK_DURATION (default 10m), growth verdict
@@ -22,7 +23,7 @@ BENCH_RECORDS ?= 500000
 BENCH_RECORD_SIZE ?= 1024
 BENCH_REPLICATION_RECORDS ?= 200000
 
-.PHONY: all build run cluster cluster-stop test unit integration bench bench-go bench-e2e bench-replication bench-fanout bench-memory bench-scale bench-produce compat compat-short chaos fuzz soak lint fmt clean
+.PHONY: all build run cluster cluster-stop test unit integration bench bench-go bench-e2e bench-replication bench-fanout bench-memory bench-scale bench-produce compat compat-short compat-cluster chaos fuzz soak lint fmt clean
 
 all: build
 
@@ -119,6 +120,9 @@ compat:
 
 compat-short:
 	./.ci/compat.sh --short
+
+compat-cluster:
+	./.ci/compat.sh --brokers 3
 
 # The fault-injection suite with a long schedule (docs/reliability.md); a
 # 20 s schedule of it runs in make test.

@@ -8,20 +8,26 @@
 #                            allowlisted subset); exit 1 on any non-pass
 #   .ci/compat.sh --run RE   only integration tests whose name matches the
 #                            extended regexp RE (exit 1 as in full mode)
+#   .ci/compat.sh --brokers N ...  against a fresh cluster of N brokers
+#                            (default 1), with any of the modes above;
+#                            topics get min(N, 3) replicas (KGO_TEST_RF)
 #
 # Exit status: 0 ok, 1 a regression (or any non-pass with --short), 2 the
 # oracle itself could not run (build, broker start, stale list names).
 #
 # Each test runs alone (go test -run '^Name$') under its own timeout, so a
-# hang costs one test, not the run. The broker is checked after every test
-# and restarted on a fresh data dir if it died (the test is marked CRASH).
+# hang costs one test, not the run. The brokers are checked after every
+# test and, if one died, all are restarted on fresh data dirs (the test is
+# marked CRASH).
 #
 # Environment (all optional):
 #   COMPAT_TEST_TIMEOUT  seconds per test (default 180; 90 with --short)
 #   COMPAT_BUDGET        seconds for the whole test loop (default 3600; 150
 #                        with --short); tests not started in time are NOTRUN
 #   COMPAT_OUT           directory for logs and results.tsv (default: a new
-#                        temp dir, removed on success unless COMPAT_KEEP=1)
+#                        temp dir, removed on success unless COMPAT_KEEP=1);
+#                        broker logs weir.log, or weir-nodeN.log per broker
+#                        of a cluster
 #   KGO_TEST_RECORDS     records per ETL test (default: kgo's own, 500000;
 #                        20000 with --short)
 #   KGO_LOG_LEVEL        kgo client log level in the per-test logs (info)
@@ -32,14 +38,18 @@ root=$(pwd)
 
 mode=full
 run_re=
+brokers=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--short) mode=short ;;
 	--run)
 		[ $# -ge 2 ] || { echo "compat: --run needs a regexp" >&2; exit 2; }
 		mode=run; run_re=$2; shift ;;
+	--brokers)
+		[[ $# -ge 2 && "$2" =~ ^[1-9]$ ]] || { echo "compat: --brokers needs a count from 1 to 9" >&2; exit 2; }
+		brokers=$2; shift ;;
 	-h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-	*) echo "compat: unknown argument $1 (want --short or --run RE)" >&2; exit 2 ;;
+	*) echo "compat: unknown argument $1 (want --short, --run RE or --brokers N)" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -51,7 +61,7 @@ else
 	test_timeout=${COMPAT_TEST_TIMEOUT:-180}
 	budget=${COMPAT_BUDGET:-3600}
 fi
-export KGO_TEST_RF=1
+export KGO_TEST_RF=$((brokers < 3 ? brokers : 3))
 if [ "$mode" = short ]; then
 	export KGO_TEST_RECORDS=${KGO_TEST_RECORDS:-20000}
 fi
@@ -82,23 +92,31 @@ else
 fi
 mkdir -p "$out/logs" "$out/run"
 
-pid=
+# pids: the running brokers' process ids, by node id.
+pids=()
 stop_broker() {
-	[ -n "$pid" ] || return 0
-	if kill -0 "$pid" 2>/dev/null; then
-		kill -TERM "$pid" 2>/dev/null
+	local p
+	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	for p in "${pids[@]}"; do
 		for _ in $(seq 1 150); do # 15s
-			kill -0 "$pid" 2>/dev/null || break
+			kill -0 "$p" 2>/dev/null || break
 			sleep 0.1
 		done
-		if kill -0 "$pid" 2>/dev/null; then
-			log "weir (pid $pid) ignored SIGTERM for 15s; killing it"
-			kill -KILL "$pid" 2>/dev/null
+		if kill -0 "$p" 2>/dev/null; then
+			log "weir (pid $p) ignored SIGTERM for 15s; killing it"
+			kill -KILL "$p" 2>/dev/null
 		fi
-	fi
-	wait "$pid" 2>/dev/null
-	pid=
+		wait "$p" 2>/dev/null
+	done
+	pids=()
 }
+# brokers_alive: every broker started is still running.
+brokers_alive() {
+	local p
+	[ ${#pids[@]} -gt 0 ] || return 1
+	for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null || return 1; done
+}
+node_log() { if [ "$brokers" = 1 ]; then echo "$out/weir.log"; else echo "$out/weir-node$1.log"; fi; }
 cleanup() {
 	stop_broker
 	if [ "$keep" = 1 ] || [ "${failed_run:-1}" = 1 ]; then
@@ -167,12 +185,12 @@ fi
 # ---------------------------------------------------------------------------
 # The broker.
 
-free_ports() {
-	python3 -c 'import socket
-ss=[socket.socket() for _ in range(3)]
+free_ports() { # N (default 3): N distinct free loopback ports
+	python3 -c 'import socket, sys
+ss=[socket.socket() for _ in range(int(sys.argv[1]))]
 for s in ss: s.bind(("127.0.0.1",0))
 print(*[s.getsockname()[1] for s in ss])
-for s in ss: s.close()'
+for s in ss: s.close()' "${1:-3}"
 }
 
 # Probe the optional settings once: weir rejects unknown cluster properties
@@ -206,38 +224,68 @@ for s in "${optional_sets[@]}"; do
 	fi
 done
 
+# cluster_formed ADMIN: the broker at ADMIN lists every broker alive.
+cluster_formed() {
+	curl -sf -m 1 "http://$1/v1/brokers" 2>/dev/null | python3 -c '
+import json, sys
+bs = json.load(sys.stdin)
+sys.exit(0 if sum(1 for b in bs if b.get("is_alive")) == int(sys.argv[1]) else 1)' "$brokers" 2>/dev/null
+}
+
 starts=0
 start_broker() {
-	local attempt kp ap rp
+	local attempt n m ports seeds ready
 	for attempt in 1 2 3; do
 		starts=$((starts + 1))
-		data="$out/run/data.$starts"
-		read -r kp ap rp < <(free_ports)
-		kafka_addr=127.0.0.1:$kp
-		admin_addr=127.0.0.1:$ap
-		local args=(--data-dir "$data" --kafka-addr "$kafka_addr" --admin-addr "$admin_addr"
-			--rpc-addr "127.0.0.1:$rp" --log-level "$weir_log_level")
-		for s in "${weir_sets[@]}"; do args+=(--set "$s"); done
-		echo "=== start #$starts $(date -u +%FT%TZ): weir ${args[*]}" >>"$out/weir.log"
-		"$out/weir" "${args[@]}" >>"$out/weir.log" 2>&1 &
-		pid=$!
-		for _ in $(seq 1 200); do # 20s
-			kill -0 "$pid" 2>/dev/null || break
-			if [ "$(curl -s -o /dev/null -w '%{http_code}' -m 1 "http://$admin_addr/v1/status/ready")" = 200 ]; then
+		read -r -a ports < <(free_ports $((3 * brokers)))
+		kafka_addrs=() admin_addrs=() pids=()
+		for n in $(seq 0 $((brokers - 1))); do
+			kafka_addrs[n]=127.0.0.1:${ports[n]}
+			admin_addrs[n]=127.0.0.1:${ports[brokers + n]}
+		done
+		for n in $(seq 0 $((brokers - 1))); do
+			local args=(--data-dir "$out/run/data.$starts")
+			if [ "$brokers" -gt 1 ]; then
+				seeds=
+				for m in $(seq 0 $((brokers - 1))); do
+					[ "$m" = "$n" ] || seeds=${seeds:+$seeds,}127.0.0.1:${ports[2 * brokers + m]}
+				done
+				args=(--node-id "$n" --data-dir "$out/run/data.$starts/node$n" --seeds "$seeds")
+			fi
+			args+=(--kafka-addr "${kafka_addrs[n]}" --admin-addr "${admin_addrs[n]}"
+				--rpc-addr "127.0.0.1:${ports[2 * brokers + n]}" --log-level "$weir_log_level")
+			for s in "${weir_sets[@]}"; do args+=(--set "$s"); done
+			echo "=== start #$starts $(date -u +%FT%TZ): weir ${args[*]}" >>"$(node_log "$n")"
+			"$out/weir" "${args[@]}" >>"$(node_log "$n")" 2>&1 &
+			pids[n]=$!
+		done
+		for _ in $(seq 1 300); do # 30s
+			brokers_alive || break
+			ready=1
+			for n in $(seq 0 $((brokers - 1))); do
+				if [ "$(curl -s -o /dev/null -w '%{http_code}' -m 1 "http://${admin_addrs[n]}/v1/status/ready")" != 200 ]; then
+					ready=0
+					break
+				fi
+			done
+			# A cluster is ready once every broker is registered: the
+			# tests create topics with KGO_TEST_RF replicas at once.
+			if [ "$ready" = 1 ] && { [ "$brokers" = 1 ] || cluster_formed "${admin_addrs[0]}"; }; then
 				return 0
 			fi
 			sleep 0.1
 		done
 		log "weir start #$starts did not become ready (attempt $attempt)"
 		stop_broker
-		grep -q 'address already in use' "$out/weir.log" || break
+		cat "$out"/weir*.log | grep -q 'address already in use' || break
 	done
-	tail -20 "$out/weir.log" >&2
+	for n in $(seq 0 $((brokers - 1))); do tail -20 "$(node_log "$n")" >&2; done
 	return 1
 }
 
 start_broker || { log "weir did not start"; exit 2; }
-log "weir pid $pid on $kafka_addr (admin $admin_addr), sets: ${weir_sets[*]}"
+seeds_env() { local IFS=,; echo "${kafka_addrs[*]}"; }
+log "weir pids ${pids[*]} on $(seeds_env) (admin ${admin_addrs[*]}), sets: ${weir_sets[*]}"
 
 # ---------------------------------------------------------------------------
 # The tests.
@@ -254,7 +302,8 @@ first_error() {
 	printf '%s' "$e"
 }
 
-export KGO_SEEDS=$kafka_addr
+KGO_SEEDS=$(seeds_env)
+export KGO_SEEDS
 : >"$out/results.tsv"
 loop_start=$(date +%s)
 # The test binary runs in its own empty directory (not the module cache).
@@ -264,10 +313,11 @@ while read -r t; do
 		printf '%s\tNOTRUN\t0\tbudget of %ss used up\n' "$t" "$budget" >>"$out/results.tsv"
 		continue
 	fi
-	if ! kill -0 "$pid" 2>/dev/null; then
+	if ! brokers_alive; then
 		stop_broker
 		start_broker || { log "weir did not restart"; exit 2; }
-		export KGO_SEEDS=$kafka_addr
+		KGO_SEEDS=$(seeds_env)
+		export KGO_SEEDS
 	fi
 	tlog="$out/logs/$t.log"
 	s=$(date +%s)
@@ -279,9 +329,9 @@ while read -r t; do
 	tpid=
 	secs=$(($(date +%s) - s))
 	why=
-	if ! kill -0 "$pid" 2>/dev/null; then
+	if ! brokers_alive; then
 		status=CRASH
-		why="weir exited during the test (see weir.log)"
+		why="weir exited during the test (see $(basename "$(node_log 0)" | sed 's/node0/nodeN/'))"
 	elif [ $rc = 124 ] || [ $rc = 137 ] || grep -q '^panic: test timed out' "$tlog"; then
 		status=TIMEOUT
 		why="over ${test_timeout}s"
@@ -303,10 +353,11 @@ while read -r t; do
 	printf '%s\t%s\t%s\t%s\n' "$t" "$status" "$secs" "$why" >>"$out/results.tsv"
 	printf 'compat: %-58s %-7s %4ss %s\n' "$t" "$status" "$secs" "$why" >&2
 done <"$out/selected"
-# Which APIs the tests drove, from the broker's own counters (the last
-# broker instance only, if it had to be restarted).
-apis=$(curl -sf -m 5 "http://$admin_addr/metrics" 2>/dev/null |
-	sed -n 's/^weir_kafka_requests_total{api="\([^"]*\)"} \([0-9.e+]*\)$/\1=\2/p' | sort | paste -sd' ')
+# Which APIs the tests drove, from the brokers' own counters summed over
+# the cluster (the last start only, if the brokers had to be restarted).
+apis=$(for a in "${admin_addrs[@]}"; do curl -sf -m 5 "http://$a/metrics" 2>/dev/null; done |
+	sed -n 's/^weir_kafka_requests_total{api="\([^"]*\)"} \([0-9.e+]*\)$/\1 \2/p' |
+	awk '{n[$1] += $2} END {for (a in n) printf "%s=%d\n", a, n[a]}' | sort | paste -sd' ')
 stop_broker
 wall=$(($(date +%s) - t0))
 
@@ -314,7 +365,7 @@ wall=$(($(date +%s) - t0))
 # Summary.
 
 echo
-echo "kgo $kgo_version integration tests against weir ($mode mode, ${wall}s wall)"
+echo "kgo $kgo_version integration tests against weir ($mode mode, $brokers broker(s), ${wall}s wall)"
 printf '%-58s %-7s %5s  %-5s %s\n' TEST STATUS SECS ALLOW DETAIL
 while IFS=$'\t' read -r t status secs why; do
 	a=no

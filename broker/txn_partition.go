@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -145,13 +144,18 @@ func (p *Partition) publishStable() {
 
 // LastStableOffset is the offset below which every transaction is
 // decided: the first offset of the oldest open transaction, or the high
-// watermark when none is open.
+// watermark when none is open. It is never below the log start, which
+// DeleteRecords or retention may have moved past an open transaction's
+// first offset (Kafka's maybeIncrementFirstUnstableOffset does the same):
+// ListOffsets would answer read_committed consumers an offset that no
+// longer exists.
 func (p *Partition) LastStableOffset() int64 {
 	hw := p.hwm.Load()
-	if first := p.firstOpen.Load(); first >= 0 && first < hw {
-		return first
+	first := p.firstOpen.Load()
+	if first < 0 || first >= hw {
+		return hw
 	}
-	return hw
+	return min(max(first, p.log.LogStartOffset()), hw)
 }
 
 // applyMarker appends a transaction marker (entry kind 3).
@@ -188,14 +192,6 @@ func (p *Partition) applyMarker(epoch int32, ts int64, body []byte) applyResult 
 		p.onMarker(res.BaseOffset, pid, commit)
 	}
 	return applyResult{append: AppendResult{BaseOffset: res.BaseOffset, LogAppendTime: -1, LogStartOffset: res.LogStartOffset}}
-}
-
-// WriteMarker appends a transaction marker of producer id at epoch
-// through the partition's group (this broker leads it) and returns once
-// it is committed. It is what WriteTxnMarkers does for each partition.
-func (p *Partition) WriteMarker(ctx context.Context, ts, producerID int64, epoch int16, commit bool, coordinatorEpoch int32) error {
-	_, err := p.replicate(ctx, encodeMarker(ts, producerID, epoch, commit, coordinatorEpoch))
-	return err
 }
 
 // rebuildAborted lists the log's aborted transactions again, from its

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/weir-broker/weir/broker/txn"
 	"github.com/weir-broker/weir/log"
 	"github.com/weir-broker/weir/log/logtest"
 	"github.com/weir-broker/weir/raft"
@@ -163,4 +164,103 @@ func TestReadCommittedFetch(t *testing.T) {
 	if ru.Err != nil || end != 6 || ru.Aborted != nil {
 		t.Fatalf("read_uncommitted: err %v, records to %d, aborted %v", ru.Err, end, ru.Aborted)
 	}
+}
+
+// TestDescribeProducersShowsOpenTransaction: DescribeProducers shows
+// where a producer's open transaction began and the coordinator epoch of
+// its last marker, as Kafka does (kafka-transactions find-hanging reads
+// the start offset); a producer known only from its marker has no
+// sequence and no timestamp yet.
+func TestDescribeProducersShowsOpenTransaction(t *testing.T) {
+	r := &txnReplica{t: t, p: openReplayPartition(t, t.TempDir())}
+	txn := func(pid int64, seq int32, records int, ts int64) []byte {
+		return encodeAppend(0, logtest.Batch{Records: records, Timestamp: ts, Idempotent: true, Transactional: true, ProducerID: pid, BaseSequence: seq}.Encode())
+	}
+	r.mustApply(encodeAppend(0, logtest.Batch{Records: 2}.Encode())) // 0-1
+	r.mustApply(txn(7, 0, 3, 1000))                                  // 2-4: pid 7 opens
+	r.mustApply(txn(7, 3, 1, 2000))                                  // 5
+	r.mustApply(txn(8, 0, 1, 3000))                                  // 6: pid 8 opens
+	r.mustApply(encodeMarker(1, 8, 0, true, 4))                      // 7: commit pid 8
+	r.mustApply(encodeMarker(1, 9, 2, false, 4))                     // 8: abort pid 9, nothing here
+	got, err := r.p.describeProducers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ProducerInfo{
+		{ID: 7, Epoch: 0, LastSequence: 3, LastTimestamp: 2000, CoordinatorEpoch: -1, CurrentTxnStartOffset: 2},
+		{ID: 8, Epoch: 0, LastSequence: 0, LastTimestamp: 3000, CoordinatorEpoch: 4, CurrentTxnStartOffset: -1},
+		{ID: 9, Epoch: 2, LastSequence: -1, LastTimestamp: -1, CoordinatorEpoch: 4, CurrentTxnStartOffset: -1},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("producers\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// TestCoordinatorTxnAppendFencedEpoch: the group coordinator's
+// transactional write (TxnOffsetCommit) of a producer older than the
+// epoch its partition has seen fails with INVALID_PRODUCER_EPOCH, which
+// the coordinator passes on to the client as Kafka does.
+func TestCoordinatorTxnAppendFencedEpoch(t *testing.T) {
+	b := openTestBroker(t, t.TempDir())
+	mustCreate(t, b, "offsets", 1, nil)
+	store := newInternalStore(b, "offsets")
+	recs := []log.KeyValue{{Key: []byte("k"), Value: []byte("v")}}
+	if _, err := store.AppendTxn(0, 7, 1, recs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.AppendTxn(0, 7, 0, recs); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("a write at an older epoch: %v, want INVALID_PRODUCER_EPOCH", err)
+	}
+}
+
+// TestWriteTxnMarkersManyPartitions: one call writes a transaction's
+// marker to every partition it names (proposed together, waited for
+// together), each answering for itself: the LSO of every partition moves
+// past the transaction, a partition the topic does not have is an error of
+// its own, and a topic that no longer exists needs no marker.
+func TestWriteTxnMarkersManyPartitions(t *testing.T) {
+	b := openTestBroker(t, t.TempDir())
+	tp := mustCreate(t, b, "txn", 4, nil)
+	var tps []txn.TopicPartition
+	for i := range int32(4) {
+		if _, err := tp.Partition(i).replicate(context.Background(), encodeAppend(0, txnBatch(7, 0, 0, 2))); err != nil {
+			t.Fatal(err)
+		}
+		if lso := tp.Partition(i).LastStableOffset(); lso != 0 {
+			t.Fatalf("partition %d: LSO %d with the transaction open", i, lso)
+		}
+		tps = append(tps, txn.TopicPartition{Topic: "txn", Partition: i})
+	}
+	tps = append(tps, txn.TopicPartition{Topic: "txn", Partition: 9}, txn.TopicPartition{Topic: "gone", Partition: 0})
+	errs := b.WriteTxnMarkers(context.Background(), 7, 0, true, 1, tps)
+	for i, err := range errs {
+		if wantErr := i == 4; (err != nil) != wantErr {
+			t.Errorf("%v: %v", tps[i], err)
+		}
+	}
+	for i := range int32(4) {
+		if lso, hw := tp.Partition(i).LastStableOffset(), tp.Partition(i).HighWatermark(); lso != 3 || hw != 3 {
+			t.Errorf("partition %d after the marker: LSO %d, high watermark %d, want 3, 3", i, lso, hw)
+		}
+	}
+}
+
+// TestLastStableOffsetNotBelowLogStart: records deleted past the first
+// offset of an open transaction leave the LSO at the new log start, as
+// Kafka does, not at an offset that no longer exists; the marker then
+// moves it to the high watermark.
+func TestLastStableOffsetNotBelowLogStart(t *testing.T) {
+	r := &txnReplica{t: t, p: openReplayPartition(t, t.TempDir())}
+	r.mustApply(encodeAppend(0, txnBatch(7, 0, 0, 3)))               // 0-2, pid 7 opens
+	r.mustApply(encodeAppend(0, logtest.Batch{Records: 2}.Encode())) // 3-4
+	r.wantStable(0, 5)
+	if res := r.apply(encodeDeleteRecords(4)); res.err != nil {
+		t.Fatal(res.err)
+	}
+	if start := r.p.LogStartOffset(); start != 4 {
+		t.Fatalf("log start %d after deleting records before 4", start)
+	}
+	r.wantStable(4, 5)
+	r.mustApply(encodeMarker(1, 7, 0, true, 1)) // 5
+	r.wantStable(6, 6)
 }

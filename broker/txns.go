@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -80,6 +81,17 @@ func (b *Broker) Transactions() (*txn.Coordinator, error) {
 		return nil, fmt.Errorf("%w: %s is being created", kerr.CoordinatorNotAvailable, TxnTopic)
 	}
 	return b.txns.Load(), nil
+}
+
+// ExistingTransactions returns the transaction coordinator once
+// __transaction_state exists, never creating it: requests that only read
+// transactions (DescribeTransactions, ListTransactions) leave that to the
+// first transactional client, as Kafka does.
+func (b *Broker) ExistingTransactions() (*txn.Coordinator, bool) {
+	if b.Topic(TxnTopic) == nil {
+		return nil, false
+	}
+	return b.txns.Load(), true
 }
 
 func (b *Broker) createTxnTopic() error {
@@ -165,15 +177,31 @@ func (w markerWriter) WriteMarkers(ctx context.Context, m txn.Marker) error {
 		}
 		byLeader[leader] = append(byLeader[leader], tp)
 	}
-	var errs []error
+	// Every leader at once: the transaction stays preparing (its
+	// producer's next transaction answered CONCURRENT_TRANSACTIONS) until
+	// the slowest is done, not until the sum of them.
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
 	for leader, tps := range byLeader {
-		req := markerRequest{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch, Partitions: tps}
-		if leader == w.b.node.NodeID {
-			errs = append(errs, w.b.WriteTxnMarkers(ctx, req.ProducerID, req.ProducerEpoch, req.Commit, req.CoordinatorEpoch, tps)...)
-			continue
-		}
-		errs = append(errs, w.remote(ctx, leader, req))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := markerRequest{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch, Partitions: tps}
+			var err error
+			if leader == w.b.node.NodeID {
+				err = errors.Join(w.b.WriteTxnMarkers(ctx, req.ProducerID, req.ProducerEpoch, req.Commit, req.CoordinatorEpoch, tps)...)
+			} else {
+				err = w.remote(ctx, leader, req)
+			}
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}()
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
@@ -208,22 +236,37 @@ func (b *Broker) serveTxnMarkers(ctx context.Context, _ string, data []byte) ([]
 
 // WriteTxnMarkers writes one transaction's marker to each partition
 // (this broker must lead them): nil for each that has it, or why not.
-// A partition that no longer exists needs none.
+// A partition that no longer exists needs none. Every partition's marker
+// is proposed before any is waited for, so the markers of a transaction
+// over many partitions commit together, as Kafka appends the partitions
+// of one WriteTxnMarkers request together, rather than one after the
+// other.
 func (b *Broker) WriteTxnMarkers(ctx context.Context, producerID int64, epoch int16, commit bool, coordinatorEpoch int32, tps []txn.TopicPartition) []error {
 	errs := make([]error, len(tps))
 	ts := b.now().UnixMilli()
+	type proposed struct {
+		i  int
+		pe proposedEntry
+	}
+	waits := make([]proposed, 0, len(tps))
 	for i, tp := range tps {
 		t := b.Topic(tp.Topic)
 		if t == nil {
 			continue
 		}
 		p, err := t.LeaderPartition(tp.Partition, -1)
-		if err != nil {
-			errs[i] = fmt.Errorf("%s/%d: %w", tp.Topic, tp.Partition, err)
-			continue
+		if err == nil {
+			var pe proposedEntry
+			if pe, err = p.propose(ctx, encodeMarker(ts, producerID, epoch, commit, coordinatorEpoch)); err == nil {
+				waits = append(waits, proposed{i, pe})
+				continue
+			}
 		}
-		if err := p.WriteMarker(ctx, ts, producerID, epoch, commit, coordinatorEpoch); err != nil {
-			errs[i] = fmt.Errorf("%s/%d: %w", tp.Topic, tp.Partition, err)
+		errs[i] = fmt.Errorf("%s/%d: %w", tp.Topic, tp.Partition, err)
+	}
+	for _, w := range waits {
+		if _, err := w.pe.wait(ctx); err != nil {
+			errs[w.i] = fmt.Errorf("%s/%d: %w", tps[w.i].Topic, tps[w.i].Partition, err)
 		}
 	}
 	return errs

@@ -6,9 +6,10 @@ package kafka
 //   - For each partition led here, the idempotent producers its
 //     replicas remember (the last 5 batches of each, which every replica
 //     keeps the same): id, epoch, last sequence and the max timestamp of
-//     its last batch (-1 once that batch left the log), the coordinator
-//     epoch of its last transaction marker and the first offset of its
-//     open transaction (-1 for none).
+//     its last batch (-1 for both when it has none, and the timestamp -1
+//     once that batch left the log), the coordinator epoch of its last
+//     transaction marker and the first offset of its open transaction
+//     (-1 for none of either), as Kafka shows them.
 //   - Not the leader: NOT_LEADER_OR_FOLLOWER (the admin client asks each
 //     partition's leader); unknown partitions UNKNOWN_TOPIC_OR_PARTITION.
 //   - Authorization: READ on each topic, else TOPIC_AUTHORIZATION_FAILED
@@ -52,7 +53,7 @@ func (s *Server) handleDescribeProducers(c *clientConn, kreq kmsg.Request) (kmsg
 				for _, pi := range producers {
 					ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 					ap.ProducerID, ap.ProducerEpoch, ap.LastSequence, ap.LastTimestamp = pi.ID, int32(pi.Epoch), pi.LastSequence, pi.LastTimestamp
-					ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = pi.CoordinatorEpoch, pi.TxnStartOffset
+					ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = pi.CoordinatorEpoch, pi.CurrentTxnStartOffset
 					sp.ActiveProducers = append(sp.ActiveProducers, ap)
 				}
 			}

@@ -5,7 +5,10 @@ package kafka
 // Behaviour: each transactional id's state at this broker's coordinator:
 // NOT_COORDINATOR when another broker holds its partition,
 // COORDINATOR_LOAD_IN_PROGRESS while it loads, TRANSACTIONAL_ID_NOT_FOUND
-// for an id nobody initialised. DESCRIBE on the id is needed, else
+// for an id nobody initialised. Before __transaction_state exists every
+// id is NOT_COORDINATOR, as on any broker that does not lead its
+// partition: describing does not create the topic (FindCoordinator and
+// InitProducerId do). DESCRIBE on the id is needed, else
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED for that id.
 
 import (
@@ -19,15 +22,15 @@ func (s *Server) handleDescribeTransactions(c *clientConn, kreq kmsg.Request) (k
 	req := kreq.(*kmsg.DescribeTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
 	auth := c.authorizer()
-	coord, cerr := s.txns.Transactions()
+	coord, exists := s.txns.ExistingTransactions()
 	for _, id := range req.TransactionalIDs {
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID, st.ProducerID, st.ProducerEpoch, st.StartTimestamp = id, -1, -1, -1
 		switch {
 		case !auth.transactionalID(kmsg.ACLOperationDescribe, id):
 			st.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		case cerr != nil:
-			st.ErrorCode = errorCode(cerr)
+		case !exists:
+			st.ErrorCode = kerr.NotCoordinator.Code
 		default:
 			tx, code := coord.Describe(id)
 			st.ErrorCode = code

@@ -72,6 +72,7 @@ type groupCoordination interface {
 // side of markers.
 type transactions interface {
 	Transactions() (*txn.Coordinator, error)
+	ExistingTransactions() (*txn.Coordinator, bool)
 	TransactionCoordinator(id string) (broker.BrokerInfo, error)
 	WriteTxnMarkers(ctx context.Context, producerID int64, epoch int16, commit bool, coordinatorEpoch int32, tps []txn.TopicPartition) []error
 }

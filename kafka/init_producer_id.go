@@ -9,7 +9,8 @@ package kafka
 //     which restarts its sequences cleanly.
 //   - With a transactional id: the transaction coordinator's answer
 //     (broker/txn: epoch bump, fencing of an older producer of the id,
-//     KIP-360 recovery with the id and epoch the producer holds). It
+//     KIP-360 recovery with the id and epoch the producer holds; a
+//     pair with only one of them set is INVALID_REQUEST). It
 //     needs WRITE on the transactional id, else
 //     TRANSACTIONAL_ID_AUTHORIZATION_FAILED; PRODUCER_FENCED is
 //     INVALID_PRODUCER_EPOCH before v4.

@@ -8,7 +8,7 @@ package kafka
 // expression; one that does not compile is INVALID_REQUEST). Unknown
 // state names are echoed in unknown_state_filters, as Kafka does. Only
 // ids the principal may DESCRIBE are listed. Before __transaction_state
-// exists the list is empty.
+// exists the list is empty, and listing does not create it.
 
 import (
 	"regexp"
@@ -42,9 +42,9 @@ func (s *Server) handleListTransactions(c *clientConn, kreq kmsg.Request) (kmsg.
 		}
 		filter.IDPattern = re
 	}
-	coord, err := s.txns.Transactions()
-	if err != nil {
-		return resp, nil // nothing exists yet
+	coord, exists := s.txns.ExistingTransactions()
+	if !exists {
+		return resp, nil
 	}
 	auth := c.authorizer()
 	for _, tx := range coord.List(filter) {

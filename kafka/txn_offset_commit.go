@@ -9,7 +9,9 @@ package kafka
 // an ABORT. Until then an OffsetFetch with require_stable gets
 // UNSTABLE_OFFSET_COMMIT for those partitions. v3+ carry the member's
 // generation, id and instance id (KIP-447), checked as OffsetCommit checks
-// them. Authorization: WRITE on the transactional id (else
+// them. A producer fenced at the group's partition (a newer epoch wrote
+// there) gets INVALID_PRODUCER_EPOCH, a moved partition NOT_COORDINATOR,
+// as Kafka maps the failed write. Authorization: WRITE on the transactional id (else
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group (else
 // GROUP_AUTHORIZATION_FAILED), READ on each topic (else
 // TOPIC_AUTHORIZATION_FAILED for its partitions).

@@ -22,6 +22,7 @@ type memStore struct {
 	// appendMarker wrote (plain records have none).
 	txn      map[int32]map[int]StoredRecord
 	fail     bool
+	txnErr   error         // AppendTxn's answer while set
 	onReplay func(p int32) // called as a replay starts, to hold it up
 	replays  map[int32]int
 }
@@ -48,6 +49,9 @@ func (s *memStore) AppendTxn(p int32, pid int64, _ int16, records []log.KeyValue
 	defer s.mu.Unlock()
 	if s.fail {
 		return 0, io.ErrClosedPipe
+	}
+	if s.txnErr != nil {
+		return 0, s.txnErr
 	}
 	off := int64(len(s.parts[p]))
 	for _, r := range records {

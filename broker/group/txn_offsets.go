@@ -1,6 +1,7 @@
 package group
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -125,8 +126,9 @@ func (g *group) txnCommit(req *kmsg.TxnOffsetCommitRequest, resp *kmsg.TxnOffset
 	}
 	first, err := g.c.opts.Store.AppendTxn(g.c.Partition(g.id), req.ProducerID, req.ProducerEpoch, records)
 	if err != nil {
+		code := txnAppendCode(err)
 		for _, w := range writes {
-			*w.code = kerr.CoordinatorNotAvailable.Code
+			*w.code = code
 		}
 		return
 	}
@@ -136,6 +138,25 @@ func (g *group) txnCommit(req *kmsg.TxnOffsetCommitRequest, resp *kmsg.TxnOffset
 	for i, w := range writes {
 		g.txn.add(req.ProducerID, w.topic, w.partition, pendingOffset{w.o, first + int64(i)})
 	}
+}
+
+// txnAppendCode is what TxnOffsetCommit answers when its records could
+// not be written, as Kafka's group coordinator maps the append's error:
+// the partition's leadership moved is NOT_COORDINATOR (the client looks
+// the coordinator up again); a producer the partition has seen with a
+// newer epoch (fenced by a transaction timeout or a new producer) gets
+// INVALID_PRODUCER_EPOCH, which it must not retry; too large a commit is
+// INVALID_COMMIT_OFFSET_SIZE; anything else COORDINATOR_NOT_AVAILABLE.
+func txnAppendCode(err error) int16 {
+	switch {
+	case errors.Is(err, kerr.NotCoordinator):
+		return kerr.NotCoordinator.Code
+	case errors.Is(err, kerr.InvalidProducerEpoch):
+		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
+		return kerr.InvalidCommitOffsetSize.Code
+	}
+	return kerr.CoordinatorNotAvailable.Code
 }
 
 // settle applies a marker at markerOffset of producer pid to the group's

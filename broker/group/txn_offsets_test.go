@@ -1,6 +1,8 @@
 package group
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -112,5 +114,36 @@ func TestTxnOffsets(t *testing.T) {
 	waitOffset(t, c, "g", 30)
 	if _, code := fetchStable(c, "g", "t", 0); code != 0 {
 		t.Fatalf("require_stable after the full replay: %d", code)
+	}
+}
+
+// TestTxnOffsetCommitAppendErrors: a TxnOffsetCommit whose records could
+// not be written answers as Kafka's group coordinator does: a fenced
+// producer (the partition has seen a newer epoch) gets
+// INVALID_PRODUCER_EPOCH, not a retriable code it would retry until its
+// transaction times out; a moved partition NOT_COORDINATOR. Nothing is
+// left pending.
+func TestTxnOffsetCommitAppendErrors(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want *kerr.Error
+	}{
+		{fmt.Errorf("%w: producer 7 epoch 0 is older than 1", kerr.InvalidProducerEpoch), kerr.InvalidProducerEpoch},
+		{fmt.Errorf("%w: not the leader", kerr.NotCoordinator), kerr.NotCoordinator},
+		{fmt.Errorf("%w: too big", kerr.MessageTooLarge), kerr.InvalidCommitOffsetSize},
+		{errors.New("disk on fire"), kerr.CoordinatorNotAvailable},
+	} {
+		store := newMemStore(1)
+		c := newTestCoordinator(t, store, testSettings())
+		store.mu.Lock()
+		store.txnErr = tc.err
+		store.mu.Unlock()
+		r := txnCommit(c, "g", 7, "t", map[int32]int64{0: 10})
+		if got := r.Topics[0].Partitions[0].ErrorCode; got != tc.want.Code {
+			t.Errorf("append failing with %q: %v, want %v", tc.err, kerr.ErrorForCode(got), tc.want)
+		}
+		if _, code := fetchStable(c, "g", "t", 0); code != 0 {
+			t.Errorf("append failing with %q: require_stable answers %v, want no pending offset", tc.err, kerr.ErrorForCode(code))
+		}
 	}
 }

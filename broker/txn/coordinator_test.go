@@ -178,6 +178,117 @@ func TestInitProducerID(t *testing.T) {
 	}
 }
 
+// initWith is InitProducerId from a producer that holds pid and epoch
+// (KIP-360), at v5.
+func (h *harness) initWith(id string, pid int64, epoch int16) ProducerID {
+	return h.c.InitProducerID(context.Background(), id, 60_000, pid, epoch, 5)
+}
+
+// TestNewProducerFencesOldPairForGood: an InitProducerId without a pair
+// is a new producer of the id; the one it fenced cannot get the new epoch
+// by presenting its old pair, as Kafka forgets the previous epoch on such
+// a bump.
+func TestNewProducerFencesOldPairForGood(t *testing.T) {
+	h := newHarness(t)
+	old := h.init("app")
+	fresh := h.init("app")
+	if fresh.ID != old.ID || fresh.Epoch != old.Epoch+1 {
+		t.Fatalf("second producer: %+v", fresh)
+	}
+	if r := h.initWith("app", old.ID, old.Epoch); r.Code != kerr.ProducerFenced.Code {
+		t.Fatalf("the fenced producer recovering with its old pair: %+v, want PRODUCER_FENCED", r)
+	}
+	// The same after an exhausted epoch moved the id to a new producer id.
+	e, _, _ := h.c.lock("app", false)
+	e.st.producerEpoch = epochExhausted
+	e.mu.Unlock()
+	rotated := h.init("app")
+	if rotated.ID == old.ID || rotated.Epoch != 0 {
+		t.Fatalf("rotation: %+v", rotated)
+	}
+	if r := h.initWith("app", old.ID, epochExhausted); r.Code != kerr.ProducerFenced.Code {
+		t.Fatalf("the producer fenced by the rotation: %+v, want PRODUCER_FENCED", r)
+	}
+}
+
+// TestRecoveryRetryAfterRotation: a producer that bumped an exhausted
+// epoch with its own pair and lost the answer gets the new producer id
+// when it asks again.
+func TestRecoveryRetryAfterRotation(t *testing.T) {
+	h := newHarness(t)
+	p := h.init("app")
+	e, _, _ := h.c.lock("app", false)
+	e.st.producerEpoch = epochExhausted
+	e.mu.Unlock()
+	first := h.initWith("app", p.ID, epochExhausted)
+	if first.Code != 0 || first.ID == p.ID || first.Epoch != 0 {
+		t.Fatalf("rotation asked with the exhausted pair: %+v", first)
+	}
+	if again := h.initWith("app", p.ID, epochExhausted); again != first {
+		t.Fatalf("its retry: %+v, want %+v", again, first)
+	}
+}
+
+// TestFencesForgetThePreviousEpoch: a transaction timeout and a new
+// producer's abort of an open transaction fence its producer; a retry of
+// the bump that had given it its epoch is no longer honoured.
+func TestFencesForgetThePreviousEpoch(t *testing.T) {
+	for _, how := range []string{"timeout", "new producer"} {
+		t.Run(how, func(t *testing.T) {
+			h := newHarness(t)
+			p := h.init("app")
+			bumped := h.initWith("app", p.ID, p.Epoch)
+			if bumped.Code != 0 || bumped.Epoch != p.Epoch+1 {
+				t.Fatalf("recovery: %+v", bumped)
+			}
+			wantCode(t, "add", h.c.AddPartitions("app", bumped.ID, bumped.Epoch, []TopicPartition{tpA}, 3), nil)
+			switch how {
+			case "timeout":
+				h.clk.ms.Add(60_001)
+				h.c.Expire()
+			default:
+				if r := h.c.InitProducerID(context.Background(), "app", 60_000, -1, -1, 5); r.Code != kerr.ConcurrentTransactions.Code {
+					t.Fatalf("init over the open transaction: %+v", r)
+				}
+			}
+			h.wantState("app", kmsg.TransactionStateCompleteAbort)
+			for _, held := range []int16{p.Epoch, bumped.Epoch} {
+				if r := h.initWith("app", p.ID, held); r.Code != kerr.ProducerFenced.Code {
+					t.Fatalf("recovery with epoch %d after the fence: %+v, want PRODUCER_FENCED", held, r)
+				}
+			}
+		})
+	}
+}
+
+// TestRecoveryAfterIDExpired: a producer whose transactional id expired
+// while it was idle recovers with its old pair and gets a new producer id
+// at epoch 0, as Kafka answers for an id it has no state for.
+func TestRecoveryAfterIDExpired(t *testing.T) {
+	h := newHarness(t)
+	p := h.init("idle")
+	h.clk.ms.Add((7*24*time.Hour + time.Second).Milliseconds())
+	h.c.Expire()
+	if _, code := h.c.Describe("idle"); code != kerr.TransactionalIDNotFound.Code {
+		t.Fatalf("expired id: code %d", code)
+	}
+	r := h.initWith("idle", p.ID, p.Epoch)
+	if r.Code != 0 || r.ID == p.ID || r.Epoch != 0 {
+		t.Fatalf("recovery of an expired id: %+v, want a new producer id at epoch 0", r)
+	}
+	wantCode(t, "add with the new pair", h.c.AddPartitions("idle", r.ID, r.Epoch, []TopicPartition{tpA}, 3), nil)
+}
+
+func TestInitHalfPairIsInvalid(t *testing.T) {
+	h := newHarness(t)
+	p := h.init("app")
+	for _, pair := range [][2]int64{{p.ID, -1}, {-1, int64(p.Epoch)}} {
+		if r := h.initWith("app", pair[0], int16(pair[1])); r.Code != kerr.InvalidRequest.Code {
+			t.Fatalf("InitProducerId with %v: %+v, want INVALID_REQUEST", pair, r)
+		}
+	}
+}
+
 func TestEpochExhaustedGetsNewProducerID(t *testing.T) {
 	h := newHarness(t)
 	first := h.init("app")

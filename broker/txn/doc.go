@@ -22,6 +22,10 @@
 //	                producer id when the epoch is exhausted); Ongoing ->
 //	                PrepareAbort with the epoch bumped (the old producer is
 //	                fenced), answered CONCURRENT_TRANSACTIONS until done.
+//	                A producer recovering with its pair (KIP-360) bumps
+//	                only its current pair, repeats a bump it asked for, or
+//	                gets a new producer id when the id has no state (new or
+//	                expired); any other pair is fenced.
 //	AddPartitions:  Empty/Ongoing/Complete* -> Ongoing.
 //	EndTxn:         Ongoing -> PrepareCommit/PrepareAbort, answered at
 //	                once; the markers are then written to every partition

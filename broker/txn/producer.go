@@ -22,12 +22,23 @@ const epochExhausted = math.MaxInt16 - 1
 
 // InitProducerID gives transactional id its producer id and epoch (Kafka's
 // handleInitProducerId, transaction version 1). reqID and reqEpoch are the
-// ones a producer recovering from an error still holds (KIP-360), -1
+// ones a producer recovering from an error still holds (KIP-360), both -1
 // otherwise. version is the request's, for its fencing code.
+//
+// The pair before the latest bump is remembered only when the producer
+// asked for the bump with its own pair: a retry of that call gets the
+// current pair again. A bump asked without a pair is a new producer
+// fencing the old one, which must then not get the new epoch back by
+// presenting its old pair; nor may the producer fenced by a transaction
+// timeout or by a new producer's abort of its transaction.
 func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs int32, reqID int64, reqEpoch int16, version int16) ProducerID {
 	fail := func(e *kerr.Error) ProducerID { return ProducerID{ID: -1, Epoch: -1, Code: e.Code} }
 	if id == "" {
 		return fail(kerr.InvalidRequest)
+	}
+	expected := reqID != -1 || reqEpoch != -1
+	if expected && (reqID == -1 || reqEpoch == -1) {
+		return fail(kerr.InvalidRequest) // half a pair, as Kafka refuses it
 	}
 	if timeoutMs <= 0 || time.Duration(timeoutMs)*time.Millisecond > c.opts.Settings().MaxTimeout {
 		return fail(kerr.InvalidTransactionTimeout)
@@ -50,8 +61,12 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 	case kmsg.TransactionStatePrepareCommit, kmsg.TransactionStatePrepareAbort, kmsg.TransactionStatePrepareEpochFence:
 		return fail(kerr.ConcurrentTransactions)
 	}
-	if reqID >= 0 {
+	if expected {
 		switch {
+		case st.producerEpoch < 0:
+			// No producer holds this id's state (it is new, or it
+			// expired): one recovering with a pair from before gets the
+			// new producer id, as in Kafka.
 		case reqID == st.producerID && reqEpoch == st.producerEpoch:
 		case reqID == st.lastProducerID && reqEpoch == st.lastEpoch && st.status != kmsg.TransactionStateOngoing:
 			// A retry of the bump that gave the current ones.
@@ -67,6 +82,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 		// done (Kafka answers the same).
 		next := st
 		next.producerEpoch = min(st.producerEpoch+1, math.MaxInt16)
+		next.lastEpoch = -1
 		next.status, next.updateMs = kmsg.TransactionStatePrepareAbort, now
 		if code := c.write(e, gen, next); code != 0 {
 			return ProducerID{ID: -1, Epoch: -1, Code: code}
@@ -75,7 +91,10 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 		return fail(kerr.ConcurrentTransactions)
 	}
 	next := st
-	next.lastProducerID, next.lastEpoch = st.producerID, st.producerEpoch
+	next.lastProducerID, next.lastEpoch = st.producerID, -1
+	if expected {
+		next.lastEpoch = st.producerEpoch
+	}
 	if st.producerEpoch >= epochExhausted {
 		pid, err := c.opts.NewProducerID(ctx)
 		if err != nil {

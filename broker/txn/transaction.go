@@ -153,6 +153,7 @@ func (c *Coordinator) expire(e *entry, now time.Time, idle time.Duration) {
 		}
 		next := e.st
 		next.producerEpoch = min(e.st.producerEpoch+1, math.MaxInt16)
+		next.lastEpoch = -1 // the fenced producer gets no retry of a bump back
 		next.status, next.updateMs = kmsg.TransactionStatePrepareAbort, nowMs
 		if c.write(e, gen, next) == 0 {
 			c.logger.Info("aborting a transaction past its timeout", "transactional_id", e.id, "producer_id", next.producerID, "timeout_ms", e.st.timeoutMs)
