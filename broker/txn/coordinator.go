@@ -357,6 +357,9 @@ func (c *Coordinator) completeOnce(e *entry, gen uint64) (done bool) {
 	}
 	m := Marker{ProducerID: st.producerID, ProducerEpoch: st.producerEpoch, Commit: commit,
 		CoordinatorEpoch: c.coordinatorEpoch(e.partition), Partitions: st.partitions}
+	if !c.current(e.partition, gen) {
+		return true // another coordinator has it now
+	}
 	if len(m.Partitions) > 0 {
 		if err := c.opts.Markers.WriteMarkers(c.ctx, m); err != nil {
 			c.logger.Warn("writing transaction markers; will retry", "transactional_id", e.id, "commit", commit, "err", err)

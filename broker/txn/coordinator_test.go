@@ -383,6 +383,7 @@ func TestFailoverCompletesPrepared(t *testing.T) {
 	if _, code := h.c.Describe("app"); code != kerr.NotCoordinator.Code {
 		t.Fatalf("describe on the unloaded coordinator: %d", code)
 	}
+	h.c.Close() // its marker writing has stopped
 	h.markers.failing.Store(false)
 	h.c = h.coordinator()
 	h.wantState("app", kmsg.TransactionStateCompleteCommit)
