@@ -59,7 +59,7 @@ unit:
 # make build and the Dockerfile never set it.
 integration:
 	./.ci/test-deps.sh
-	$(GO) test -count=1 -timeout 25m -tags weirtestlicense ./integration/...
+	$(GO) test -count=1 -timeout 30m -tags weirtestlicense ./integration/...
 
 bench: bench-go bench-e2e
 
