@@ -313,8 +313,12 @@ func (fe *FetchPath) readOnce(ctx context.Context, req *FetchRequest, maxBytes i
 		if shared == nil {
 			r.reads = fe.fetchReads
 		}
-		if end, ok := log.EndOffset(data); ok && req.Isolation == ReadCommitted {
-			r.Aborted = p.abortedBetween(fp.Offset, end)
+		if req.Isolation == ReadCommitted {
+			// Only read_committed needs where the data ends: the
+			// header walk is skipped on every other fetch.
+			if end, ok := log.EndOffset(data); ok {
+				r.Aborted = p.abortedBetween(fp.Offset, end)
+			}
 		}
 		if len(data) > 0 {
 			r.Records = data
