@@ -28,6 +28,11 @@
 #                   the largest of the processes' (p99 = max of the p99s).
 #   weirctl-1x1     one weirctl bench produce process, 1 partition,
 #                   acks=all, GO_RECORDS/4 records
+#   weirctl-txnN    the same with transactions of N records each
+#                   (--transaction-records N), for N in TXN_SIZES, each
+#                   committed before the next begins: N x TXN_COUNT records,
+#                   at most GO_RECORDS/4. weirctl-1x1 is its idempotent
+#                   baseline (the transactional producer is idempotent too)
 # Each topic is created and waited for until every partition has a leader
 # and a full ISR (bounded by CREATE_TIMEOUT), then warmed up, not measured:
 # one weirctl bench produce, acks=all, writes WARMUP_KIB_PER_PARTITION KiB
@@ -68,6 +73,7 @@
 #     the records and p99 is the broker's steady state
 #   FIXED_MB_PER_SEC (20)  GO_RECORDS (2000000)  PRODUCERS (10)
 #   PARTITIONS_MANY (100)  WARMUP_KIB_PER_PARTITION (512; 0: no warm-up)
+#   TXN_SIZES ("1 10 100")  TXN_COUNT (2000)
 #   READY_TIMEOUT (60 s, weir start and Metadata listing every broker;
 #     Kafka's start is bounded by KAFKA_READY_TIMEOUT, 120)
 #   CREATE_TIMEOUT (60 s per topic)  WORKLOAD_TIMEOUT (600 s per workload:
@@ -102,6 +108,8 @@ go_records=${GO_RECORDS:-2000000}
 producers=${PRODUCERS:-10}
 partitions_many=${PARTITIONS_MANY:-100}
 warmup_kib=${WARMUP_KIB_PER_PARTITION:-512}
+txn_sizes=${TXN_SIZES:-1 10 100}
+txn_count=${TXN_COUNT:-2000}
 ready_timeout=${READY_TIMEOUT:-60}
 create_timeout=${CREATE_TIMEOUT:-60}
 workload_timeout=${WORKLOAD_TIMEOUT:-600}
@@ -109,7 +117,8 @@ java_heap=${JAVA_CLIENT_HEAP:--Xmx512M}
 out=${OUT_DIR:-${TMPDIR:-/tmp}/weir-bench-produce-$(date +%Y%m%d-%H%M%S)}
 many="weirctl-${producers}x${partitions_many}"
 fixed="java-${fixed_mbps}mbs"
-all_workloads="java-acks-all java-acks-1 $fixed java-100rps $many weirctl-1x1"
+txn_workloads=$(for n in $txn_sizes; do printf 'weirctl-txn%s ' "$n"; done)
+all_workloads="java-acks-all java-acks-1 $fixed java-100rps $many weirctl-1x1 ${txn_workloads% }"
 workloads=${WORKLOADS:-$all_workloads}
 
 say() { echo "bench-produce: $*"; }
@@ -124,10 +133,13 @@ done
 for b in bin/weir bin/weirctl; do
 	[ -x "$b" ] || die "$b missing; run make build"
 done
-for v in record_size java_records java_fixed_records java_slow_records fixed_mbps go_records producers partitions_many ready_timeout create_timeout workload_timeout; do
+for v in record_size java_records java_fixed_records java_slow_records fixed_mbps go_records producers partitions_many ready_timeout create_timeout workload_timeout txn_count; do
 	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, got '${!v}'"
 done
 [[ "$warmup_kib" =~ ^[0-9]+$ ]] || die "WARMUP_KIB_PER_PARTITION must be a number, got '$warmup_kib'"
+for n in $txn_sizes; do
+	[[ "$n" =~ ^[1-9][0-9]*$ ]] || die "TXN_SIZES must list positive integers, got '$n'"
+done
 [ "$go_records" -ge "$producers" ] || die "GO_RECORDS must be at least PRODUCERS"
 [ "$go_records" -ge 4 ] || die "GO_RECORDS must be at least 4"
 [ "$workload_timeout" -ge 15 ] || die "WORKLOAD_TIMEOUT must be at least 15"
@@ -423,11 +435,13 @@ create_topic() {
 	fi
 }
 
-# weirctl_producers D PREFIX TOPIC RECORDS N: N bench produce processes at
-# once, RECORDS between them, acks=all; PREFIX-I.json and PREFIX-I.err.
-# Returns 124 if any ran out of WORKLOAD_TIMEOUT.
+# weirctl_producers D PREFIX TOPIC RECORDS N [FLAGS...]: N bench produce
+# processes at once, RECORDS between them, acks=all, with FLAGS added;
+# PREFIX-I.json and PREFIX-I.err. Returns 124 if any ran out of
+# WORKLOAD_TIMEOUT.
 weirctl_producers() {
 	local d=$1 prefix=$2 topic=$3 records=$4 n=$5 i per pid rc worst=0 duration
+	shift 5
 	duration=$((workload_timeout - 10))
 	tool_pids=()
 	for ((i = 0; i < n; i++)); do
@@ -436,7 +450,7 @@ weirctl_producers() {
 		# reports what it did (stopped: duration) before timeout kills it.
 		timeout -k 10 "$workload_timeout" ./bin/weirctl --brokers "$(cluster_brokers)" --timeout 120s --format json \
 			bench produce "$topic" --records "$per" --record-size "$record_size" --acks all \
-			--duration "${duration}s" >"$d/$prefix-$i.json" 2>"$d/$prefix-$i.err" &
+			--duration "${duration}s" "$@" >"$d/$prefix-$i.json" 2>"$d/$prefix-$i.err" &
 		tool_pids+=($!)
 	done
 	for pid in "${tool_pids[@]}"; do
@@ -531,6 +545,13 @@ run_workload() {
 	weirctl-1x1)
 		expected=$((go_records / 4))
 		weirctl_producers "$d" "$w" "$topic" "$expected" 1 || rc=$?
+		files=("$d/$w"-*.json)
+		;;
+	weirctl-txn*)
+		local size=${w#weirctl-txn}
+		expected=$((size * txn_count))
+		[ "$expected" -le $((go_records / 4)) ] || expected=$((go_records / 4))
+		weirctl_producers "$d" "$w" "$topic" "$expected" 1 --transaction-records "$size" || rc=$?
 		files=("$d/$w"-*.json)
 		;;
 	esac
