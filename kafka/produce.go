@@ -90,7 +90,7 @@ func (s *Server) startProduce(c *clientConn, req *kmsg.ProduceRequest) (*kmsg.Pr
 	case req.TransactionID != nil && !auth.transactionalID(kmsg.ACLOperationWrite, *req.TransactionID):
 		reqErr = kerr.TransactionalIDAuthorizationFailed
 	}
-	opts := broker.ProduceOptions{AllowZstd: req.Version >= 7, Acks: req.Acks}
+	opts := broker.ProduceOptions{AllowZstd: req.Version >= 7, Acks: req.Acks, Version: req.Version}
 	if req.TransactionID != nil {
 		opts.TransactionalID = *req.TransactionID
 	}
