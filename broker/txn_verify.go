@@ -37,6 +37,9 @@ import (
 // is applied before the batch, or else its transaction is not complete
 // at the coordinator (it completes once its markers are applied), which
 // then does not answer the partition as part of an ongoing transaction.
+// A new leader serves produce only once it has applied every entry of
+// earlier terms (Partition.leaderEpoch), so the markers a previous leader
+// proposed are in the producer state it looks at.
 
 // serviceTxnVerify answers a verification for a coordinator this broker
 // hosts, asked by a partition leader elsewhere.
