@@ -231,3 +231,67 @@ func TestVerificationErrors(t *testing.T) {
 		t.Errorf("verified: %v", err)
 	}
 }
+
+// TestVerificationGuardPerProducer: verifications of one producer under
+// way together are all voided by a marker of that producer, and only by
+// one of it: another producer's verification goes on.
+func TestVerificationGuardPerProducer(t *testing.T) {
+	b, _, _, _ := openTxnBroker(t)
+	p := b.Topic("t").Partition(0)
+	ctx := context.Background()
+	type outcome struct {
+		pid int64
+		err error
+	}
+	out := make(chan outcome, 3)
+	started := make(chan struct{}, 3)
+	release := make(chan struct{})
+	verify := func(context.Context) error {
+		started <- struct{}{}
+		<-release
+		return nil
+	}
+	for i, pid := range []int64{100, 100, 200} {
+		go func() {
+			pe, asked, err := p.proposeTxnBatch(ctx, pid, 0, encodeAppend(0, txnBatch(pid, 0, int32(i)*2, 2)), verify)
+			if err == nil {
+				_, err = pe.wait(ctx)
+			}
+			if !asked {
+				err = errors.New("not verified")
+			}
+			out <- outcome{pid, err}
+		}()
+	}
+	for range 3 {
+		select {
+		case <-started:
+		case <-time.After(30 * time.Second):
+			t.Fatal("verifications did not start")
+		}
+	}
+	if _, err := p.proposeMarker(ctx, 100, encodeMarker(1, 100, 0, false, 0)); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	for range 3 {
+		var o outcome
+		select {
+		case o = <-out:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no outcome")
+		}
+		switch {
+		case o.pid == 100 && !errors.Is(o.err, errVerificationGuardLost):
+			t.Errorf("producer 100 after its marker: %v, want the lost guard", o.err)
+		case o.pid == 200 && o.err != nil:
+			t.Errorf("producer 200: %v", o.err)
+		}
+	}
+	p.txnGate.mu.Lock()
+	left := len(p.txnGate.verifying) + len(p.txnGate.gen)
+	p.txnGate.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d guard entries left after every verification ended", left)
+	}
+}
