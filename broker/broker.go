@@ -141,6 +141,7 @@ func Open(opts Options) (*Broker, error) {
 	b.registerMetrics()
 	if !b.props.Bool("disable_metrics") {
 		b.registerThrottleMetrics(b.registerer)
+		b.registerVerifyMetrics()
 	}
 	b.openFetchMemory()
 	if err := b.openCoalescer(); err != nil {
@@ -202,7 +203,12 @@ func newBroker(opts Options, props *config.Values) *Broker {
 	b.ProducePath = newProducePath(producePathDeps{nodeID: opts.Node.NodeID, now: now,
 		topic: b.Topic, autoCreate: b.autoCreate, produceSettings: b.produceSettings, propose: b.ctrl.propose,
 		inSyncReplicas: func(p *Partition) []int32 { return b.inSyncReplicas(p) },
-		brokerEpoch:    func() uint64 { return b.ctrl.epoch }})
+		brokerEpoch:    func() uint64 { return b.ctrl.epoch },
+
+		verifyTxn:        b.newTxnVerifier().verify,
+		verifyTxnEnabled: func() bool { return props.Bool("transaction_partition_verification_enable") },
+		verifications:    newVerifyResults(),
+	})
 	b.FetchPath = newFetchPath(fetchPathDeps{node: opts.Node, props: props, logger: opts.Logger, registerer: opts.Registerer,
 		liveBroker: b.ClusterView.Broker, watchProperty: b.WatchProperty})
 	return b

@@ -74,6 +74,7 @@ func (b *Broker) openController() error {
 	services := map[string]raft.Handler{
 		servicePartitionRead: b.servePartitionRead, servicePartitionProgress: b.servePartitionProgress, serviceConfigStatus: b.serveConfigStatus,
 		servicePartitionElect: b.servePartitionElect, serviceTxnMarkers: b.serveTxnMarkers,
+		serviceTxnVerify: b.serveTxnVerify,
 	}
 	if err := b.ctrl.open(opts, b.registerer, services); err != nil {
 		return err

@@ -76,6 +76,9 @@ type Partition struct {
 	// fsync or write): the replica stops applying and answers
 	// KAFKA_STORAGE_ERROR until the broker restarts.
 	failed atomic.Pointer[error]
+	// txnGate orders transactional batches with markers while this
+	// replica leads (txn_verify.go).
+	txnGate txnGate
 
 	stopOnce sync.Once
 	stop     chan struct{} // closed when the replica is closing

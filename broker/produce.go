@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/weir-broker/weir/broker/controller"
+	"github.com/weir-broker/weir/broker/txn"
 	"github.com/weir-broker/weir/log"
 )
 
@@ -22,6 +23,10 @@ type ProduceOptions struct {
 	// NOT_ENOUGH_REPLICAS while fewer replicas than min.insync.replicas
 	// are live and in sync.
 	Acks int16
+	// Version is the Produce request's: a transactional batch refused by
+	// its coordinator's verification is TRANSACTION_ABORTABLE from v11,
+	// INVALID_TXN_STATE before.
+	Version int16
 }
 
 // ProducePath is how records are written: checking a produced batch
@@ -56,6 +61,13 @@ type producePathDeps struct {
 	// brokerEpoch is the registration's, which the controller checks
 	// before it allocates producer ids.
 	brokerEpoch func() uint64
+	// verifyTxn asks a transactional id's coordinator whether a
+	// partition is in the producer's ongoing transaction, answering its
+	// code, when verifyTxnEnabled (txn_verify.go); verifications counts
+	// the answers.
+	verifyTxn        func(ctx context.Context, id string, pid int64, epoch int16, tp txn.TopicPartition) int16
+	verifyTxnEnabled func() bool
+	verifications    *verifyResults
 }
 
 func newProducePath(d producePathDeps) ProducePath {
@@ -127,7 +139,12 @@ func (pp *ProducePath) StartProduce(ctx context.Context, topic string, partition
 	if settings.logAppendTime {
 		logAppendTime = pp.now().UnixMilli()
 	}
-	entry, err := p.propose(ctx, encodeAppend(logAppendTime, records))
+	var entry proposedEntry
+	if h := headers[0]; h.IsTransactional() && pp.verifyTxnEnabled != nil && pp.verifyTxnEnabled() {
+		entry, err = pp.proposeTxnBatch(ctx, p, h, encodeAppend(logAppendTime, records), opts)
+	} else {
+		entry, err = p.propose(ctx, encodeAppend(logAppendTime, records))
+	}
 	if err != nil {
 		return PendingAppend{}, err
 	}

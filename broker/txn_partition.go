@@ -167,6 +167,7 @@ func (p *Partition) applyMarker(epoch int32, ts int64, body []byte) applyResult 
 	producerEpoch := int16(binary.BigEndian.Uint16(body[8:]))
 	commit := body[10] == 1
 	coordinatorEpoch := int32(binary.BigEndian.Uint32(body[11:]))
+	p.markerSettled(pid)
 	if err := p.producers.checkMarker(pid, producerEpoch, coordinatorEpoch); err != nil {
 		return applyResult{err: err}
 	}

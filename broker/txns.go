@@ -257,7 +257,7 @@ func (b *Broker) WriteTxnMarkers(ctx context.Context, producerID int64, epoch in
 		p, err := t.LeaderPartition(tp.Partition, -1)
 		if err == nil {
 			var pe proposedEntry
-			if pe, err = p.propose(ctx, encodeMarker(ts, producerID, epoch, commit, coordinatorEpoch)); err == nil {
+			if pe, err = p.proposeMarker(ctx, producerID, encodeMarker(ts, producerID, epoch, commit, coordinatorEpoch)); err == nil {
 				waits = append(waits, proposed{i, pe})
 				continue
 			}

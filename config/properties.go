@@ -159,6 +159,8 @@ func NewRegistry() *Registry {
 			Description: "Longest transaction.timeout.ms a producer may ask for; longer is INVALID_TRANSACTION_TIMEOUT (Kafka's transaction.max.timeout.ms)."},
 		{Name: "transactional_id_expiration_ms", Kind: KindInt, Default: strconv.Itoa(7 * day), Min: 1, Max: 1 << 40,
 			Description: "A transactional id whose producer has sent nothing for this long, with no transaction open, is forgotten (Kafka's transactional.id.expiration.ms)."},
+		{Name: "transaction_partition_verification_enable", Kind: KindBool, Default: "true",
+			Description: "A partition leader asks the transaction coordinator whether a partition is in the producer's ongoing transaction before it accepts the batch that would open one there, so a late or stray batch cannot leave a transaction open for good (KIP-890; Kafka's transaction.partition.verification.enable)."},
 		{Name: "transaction_abort_timed_out_transaction_cleanup_interval_ms", Kind: KindInt, Default: "10000", Min: 10, Max: 1 << 31, NeedsRestart: true,
 			Description: "How often transactions past their timeout are aborted and expired ids removed (Kafka's transaction.abort.timed.out.transaction.cleanup.interval.ms)."},
 		{Name: "replica_lag_time_max_ms", Kind: KindInt, Default: "10000", Min: 100, Max: 1 << 31,

@@ -78,6 +78,7 @@ var kafkaPropertyNames = map[string]string{
 	"transaction.state.log.replication.factor":                    "transaction_state_log_replication_factor",
 	"transaction.max.timeout.ms":                                  "transaction_max_timeout_ms",
 	"transactional.id.expiration.ms":                              "transactional_id_expiration_ms",
+	"transaction.partition.verification.enable":                   "transaction_partition_verification_enable",
 	"transaction.abort.timed.out.transaction.cleanup.interval.ms": "transaction_abort_timed_out_transaction_cleanup_interval_ms",
 	"log.cleaner.enable":                                          "log_cleaner_enabled",
 	"log.cleaner.threads":                                         "log_cleaner_threads",

@@ -36,6 +36,13 @@ package kafka
 //     batches without a sequence are INVALID_RECORD; a batch outside the
 //     producer's open transaction is INVALID_TXN_STATE; zstd before v7
 //     and unknown codecs are UNSUPPORTED_COMPRESSION_TYPE.
+//   - A transactional batch that would open the producer's transaction on
+//     the partition is first verified with the transaction coordinator
+//     (KIP-890 part 1, transaction_partition_verification_enable): a
+//     partition not in the ongoing transaction is INVALID_TXN_STATE
+//     before v11 and TRANSACTION_ABORTABLE from v11, another epoch
+//     INVALID_PRODUCER_EPOCH, a coordinator that cannot answer yet
+//     NOT_ENOUGH_REPLICAS (retried).
 //   - Per record, as Kafka's LogValidator: a record without a key on a
 //     topic whose cleanup.policy includes compact is INVALID_RECORD, a
 //     CreateTime timestamp outside message.timestamp.before.max.ms /
@@ -90,7 +97,7 @@ func (s *Server) startProduce(c *clientConn, req *kmsg.ProduceRequest) (*kmsg.Pr
 	case req.TransactionID != nil && !auth.transactionalID(kmsg.ACLOperationWrite, *req.TransactionID):
 		reqErr = kerr.TransactionalIDAuthorizationFailed
 	}
-	opts := broker.ProduceOptions{AllowZstd: req.Version >= 7, Acks: req.Acks}
+	opts := broker.ProduceOptions{AllowZstd: req.Version >= 7, Acks: req.Acks, Version: req.Version}
 	if req.TransactionID != nil {
 		opts.TransactionalID = *req.TransactionID
 	}
