@@ -167,22 +167,27 @@ func (b *Broker) offsetExpiryLoop() {
 	}
 }
 
-func (s internalStore) Append(partition int32, records []log.KeyValue) error {
+// Append writes records as a plain batch and returns the offset of the
+// first.
+func (s internalStore) Append(partition int32, records []log.KeyValue) (int64, error) {
 	t := s.topic()
 	if t == nil {
-		return fmt.Errorf("%w: %s does not exist", kerr.NotCoordinator, s.name)
+		return 0, fmt.Errorf("%w: %s does not exist", kerr.NotCoordinator, s.name)
 	}
 	p, err := t.LeaderPartition(partition, -1)
 	if err != nil {
-		return fmt.Errorf("%w: %v", kerr.NotCoordinator, err)
+		return 0, fmt.Errorf("%w: %v", kerr.NotCoordinator, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), groupWriteTimeout)
 	defer cancel()
-	_, err = p.replicate(ctx, encodeAppend(0, log.BuildBatch(s.b.now().UnixMilli(), records)))
+	res, err := p.replicate(ctx, encodeAppend(0, log.BuildBatch(s.b.now().UnixMilli(), records)))
 	if errors.Is(err, kerr.NotLeaderForPartition) {
-		return fmt.Errorf("%w: %v", kerr.NotCoordinator, err)
+		return 0, fmt.Errorf("%w: %v", kerr.NotCoordinator, err)
 	}
-	return err
+	if err == nil && res.err != nil {
+		err = res.err
+	}
+	return res.append.BaseOffset, err
 }
 
 // AppendTxn writes records as a transactional batch of producer id at

@@ -38,7 +38,7 @@ func (g *group) describe() kmsg.DescribeGroupsResponseGroup {
 
 // persistGroup stores the group's metadata.
 func (g *group) persistGroup() error {
-	err := g.c.append(g.id, []log.KeyValue{{Key: groupKey(g.id), Value: g.metadataValue().AppendTo(nil)}})
+	_, err := g.c.append(g.id, []log.KeyValue{{Key: groupKey(g.id), Value: g.metadataValue().AppendTo(nil)}})
 	if err != nil {
 		g.c.logger.Warn("storing group metadata", "group", g.id, "err", err)
 	}
@@ -82,7 +82,7 @@ func (g *group) delete() error {
 			records = append(records, log.KeyValue{Key: offsetKey(g.id, t, p)})
 		}
 	}
-	if err := g.c.append(g.id, records); err != nil {
+	if _, err := g.c.append(g.id, records); err != nil {
 		return err
 	}
 	g.offsets = map[string]map[int32]offset{}

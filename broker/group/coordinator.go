@@ -80,7 +80,8 @@ func New(opts Options) *Coordinator {
 
 func (c *Coordinator) settings() Settings { return c.opts.Settings() }
 
-func (c *Coordinator) append(group string, records []log.KeyValue) error {
+// append writes a group's records and returns the offset of the first.
+func (c *Coordinator) append(group string, records []log.KeyValue) (int64, error) {
 	return c.opts.Store.Append(PartitionFor(group, c.opts.Store.Partitions()), records)
 }
 

@@ -27,6 +27,11 @@ type offset struct {
 	leaderEpoch int32
 	metadata    string
 	commitTime  int64 // ms
+	// logOffset is where the commit's record is in the group's
+	// __consumer_offsets partition: of a plain and a transactional commit
+	// of the same partition, the later record wins, whichever is decided
+	// last (txn_offsets.go).
+	logOffset int64
 }
 
 type member struct {

@@ -33,14 +33,15 @@ func newMemStore(partitions int) *memStore {
 
 func (s *memStore) Partitions() int32 { return int32(len(s.parts)) }
 
-func (s *memStore) Append(p int32, records []log.KeyValue) error {
+func (s *memStore) Append(p int32, records []log.KeyValue) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail {
-		return io.ErrClosedPipe
+		return 0, io.ErrClosedPipe
 	}
+	off := int64(len(s.parts[p]))
 	s.parts[p] = append(s.parts[p], records...)
-	return nil
+	return off, nil
 }
 
 // AppendTxn stores records of producer pid's transaction.

@@ -319,9 +319,8 @@ func (c *Coordinator) replay(p int32) (map[string]*loadedGroup, error) {
 	err := c.opts.Store.Replay(p, func(sr StoredRecord) {
 		if sr.Control {
 			for _, pr := range txnPending[sr.ProducerID] {
-				lg := get(pr.group)
 				if sr.Commit {
-					lg.setOffset(pr.topic, pr.partition, pr.o)
+					commitPending(get(pr.group).offsets, pr.topic, pr.partition, pendingOffset{pr.o, pr.logOffset})
 				}
 			}
 			delete(txnPending, sr.ProducerID)
@@ -347,10 +346,9 @@ func (c *Coordinator) replay(p int32) (map[string]*loadedGroup, error) {
 			txnPending[sr.ProducerID] = append(txnPending[sr.ProducerID], pendingReplay{r.group, r.topic, r.partition, *r.offset, sr.Offset})
 		case sr.Transactional:
 		case r.isOffset && r.offset != nil:
-			if lg.offsets[r.topic] == nil {
-				lg.offsets[r.topic] = map[int32]offset{}
-			}
-			lg.offsets[r.topic][r.partition] = *r.offset
+			o := *r.offset
+			o.logOffset = sr.Offset
+			lg.setOffset(r.topic, r.partition, o)
 		case r.isOffset:
 			delete(lg.offsets[r.topic], r.partition)
 			if len(lg.offsets[r.topic]) == 0 {

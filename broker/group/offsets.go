@@ -75,13 +75,15 @@ func (g *group) commit(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitRes
 	for i, w := range writes {
 		records[i] = log.KeyValue{Key: offsetKey(g.id, w.topic, w.partition), Value: offsetValue(w.o)}
 	}
-	if err := g.c.append(g.id, records); err != nil {
+	first, err := g.c.append(g.id, records)
+	if err != nil {
 		for _, w := range writes {
 			*w.code = kerr.CoordinatorNotAvailable.Code
 		}
 		return
 	}
-	for _, w := range writes {
+	for i, w := range writes {
+		w.o.logOffset = first + int64(i)
 		g.setOffset(w.topic, w.partition, w.o)
 	}
 }
@@ -216,7 +218,7 @@ func (g *group) removeOffsets(tps []topicPartition) error {
 	for i, tp := range tps {
 		records[i] = log.KeyValue{Key: offsetKey(g.id, tp.topic, tp.partition)}
 	}
-	if err := g.c.append(g.id, records); err != nil {
+	if _, err := g.c.append(g.id, records); err != nil {
 		return err
 	}
 	for _, tp := range tps {

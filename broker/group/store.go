@@ -13,9 +13,10 @@ import (
 type Store interface {
 	// Partitions is the number of partitions, fixed at creation.
 	Partitions() int32
-	// Append writes the records to a partition; it returns once they are
-	// as durable as the partition makes any acknowledged write.
-	Append(partition int32, records []log.KeyValue) error
+	// Append writes the records to a partition and returns the offset of
+	// the first; it returns once they are as durable as the partition
+	// makes any acknowledged write.
+	Append(partition int32, records []log.KeyValue) (int64, error)
 	// AppendTxn writes records as part of a producer's transaction (a
 	// transactional batch of its id and epoch, which its marker later
 	// commits or aborts) and returns the offset of the first.

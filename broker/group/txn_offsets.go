@@ -169,7 +169,7 @@ func (g *group) settle(pid, markerOffset int64, commit bool) {
 				continue
 			}
 			if commit {
-				g.setOffset(topic, partition, po.o)
+				commitPending(g.offsets, topic, partition, po)
 			}
 			delete(ps, partition)
 		}
@@ -180,6 +180,24 @@ func (g *group) settle(pid, markerOffset int64, commit bool) {
 	if len(byTopic) == 0 {
 		delete(g.txn, pid)
 	}
+}
+
+// commitPending makes a committed transaction's offset the partition's,
+// unless a plain commit written after it in the log already is: Kafka
+// keeps the commit with the higher record offset, so a consumer's own
+// later commit is not undone by a transaction that commits after it.
+func commitPending(offsets map[string]map[int32]offset, topic string, partition int32, po pendingOffset) {
+	if cur, ok := offsets[topic][partition]; ok && cur.logOffset > po.logOffset {
+		return
+	}
+	o := po.o
+	o.logOffset = po.logOffset
+	ps := offsets[topic]
+	if ps == nil {
+		ps = map[int32]offset{}
+		offsets[topic] = ps
+	}
+	ps[partition] = o
 }
 
 // markerQueue hands markers from the partitions' apply goroutines, which

@@ -85,16 +85,7 @@ func TestTxnOffsets(t *testing.T) {
 	// Aborted: dropped.
 	txnCommit(c, "g", 7, "t", map[int32]int64{0: 20})
 	c.TxnMarker(0, store.appendMarker(0, 7, false), 7, false)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, code := fetchStable(c, "g", "t", 0); code == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("aborted offsets still pending")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	waitStable(t, c, "g")
 	waitOffset(t, c, "g", 10)
 
 	// Pending at a restart: still pending after the replay, and settled
@@ -114,6 +105,60 @@ func TestTxnOffsets(t *testing.T) {
 	waitOffset(t, c, "g", 30)
 	if _, code := fetchStable(c, "g", "t", 0); code != 0 {
 		t.Fatalf("require_stable after the full replay: %d", code)
+	}
+}
+
+// TestTxnOffsetsLaterRecordWins: of a transactional and a plain commit
+// of the same partition, the one whose record is later in the log is the
+// group's offset once the transaction commits, as in Kafka: a consumer's
+// own commit written after the transaction's is not undone by its
+// marker, and a transaction's commit written after a plain one replaces
+// it. A replay of the partition reaches the same offsets.
+func TestTxnOffsetsLaterRecordWins(t *testing.T) {
+	store := newMemStore(1)
+	c := newTestCoordinator(t, store, testSettings())
+
+	// Transactional 10, then plain 20, then the COMMIT: 20 stays.
+	txnCommit(c, "g", 7, "t", map[int32]int64{0: 10})
+	commit(c, "g", "", -1, "t", map[int32]int64{0: 20})
+	waitOffset(t, c, "g", 20)
+	c.TxnMarker(0, store.appendMarker(0, 7, true), 7, true)
+	waitStable(t, c, "g")
+	waitOffset(t, c, "g", 20)
+
+	// Plain 30, then transactional 25, then the COMMIT: 25, the later
+	// record.
+	commit(c, "g", "", -1, "t", map[int32]int64{0: 30})
+	txnCommit(c, "g", 7, "t", map[int32]int64{0: 25})
+	c.TxnMarker(0, store.appendMarker(0, 7, true), 7, true)
+	waitOffset(t, c, "g", 25)
+
+	// Transactional 40 and plain 50 on a second producer's marker that
+	// comes after both: 50 stays.
+	txnCommit(c, "g", 8, "t", map[int32]int64{0: 40})
+	commit(c, "g", "", -1, "t", map[int32]int64{0: 50})
+	c.TxnMarker(0, store.appendMarker(0, 8, true), 8, true)
+	waitStable(t, c, "g")
+	waitOffset(t, c, "g", 50)
+
+	c.Close()
+	c = newTestCoordinator(t, store, testSettings())
+	waitOffset(t, c, "g", 50)
+}
+
+// waitStable waits until no transaction holds an offset of the group's
+// t/0 (markers settle on their own goroutine).
+func waitStable(t *testing.T, c *Coordinator, group string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, code := fetchStable(c, group, "t", 0); code == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: offsets still pending", group)
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 

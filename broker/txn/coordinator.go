@@ -20,10 +20,11 @@ import (
 type Store interface {
 	// Partitions is the number of partitions, fixed at creation.
 	Partitions() int32
-	// Append writes records to a partition; it returns once they are as
-	// durable as the partition makes any acknowledged write. An error
-	// wrapping kerr.NotCoordinator says this broker no longer leads it.
-	Append(partition int32, records []log.KeyValue) error
+	// Append writes records to a partition and returns the offset of the
+	// first; it returns once they are as durable as the partition makes
+	// any acknowledged write. An error wrapping kerr.NotCoordinator says
+	// this broker no longer leads it.
+	Append(partition int32, records []log.KeyValue) (int64, error)
 	// Replay calls fn for every record of a partition, oldest first
 	// (the group coordinator's Store reads the same way).
 	Replay(partition int32, fn func(group.StoredRecord)) error
@@ -309,7 +310,7 @@ func (c *Coordinator) coordinatorEpoch(p int32) int32 {
 // moved (before or during the append), COORDINATOR_NOT_AVAILABLE for
 // another failure (clients retry both after looking the coordinator up).
 func (c *Coordinator) write(e *entry, gen uint64, next state) int16 {
-	err := c.opts.Store.Append(e.partition, []log.KeyValue{stateRecord(e.id, next)})
+	_, err := c.opts.Store.Append(e.partition, []log.KeyValue{stateRecord(e.id, next)})
 	switch {
 	case !c.current(e.partition, gen), errors.Is(err, kerr.NotCoordinator):
 		return kerr.NotCoordinator.Code

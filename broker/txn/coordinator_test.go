@@ -27,11 +27,12 @@ func newMemStore(n int) *memStore { return &memStore{parts: make([][]log.KeyValu
 
 func (s *memStore) Partitions() int32 { return int32(len(s.parts)) }
 
-func (s *memStore) Append(p int32, recs []log.KeyValue) error {
+func (s *memStore) Append(p int32, recs []log.KeyValue) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	off := int64(len(s.parts[p]))
 	s.parts[p] = append(s.parts[p], recs...)
-	return nil
+	return off, nil
 }
 
 func (s *memStore) Replay(p int32, fn func(group.StoredRecord)) error {

@@ -163,7 +163,7 @@ func (c *Coordinator) expire(e *entry, now time.Time, idle time.Duration) {
 		if idle <= 0 || e.st.updateMs+idle.Milliseconds() > nowMs {
 			return
 		}
-		err := c.opts.Store.Append(e.partition, []log.KeyValue{{Key: stateKey(e.id)}})
+		_, err := c.opts.Store.Append(e.partition, []log.KeyValue{{Key: stateKey(e.id)}})
 		if err != nil || !c.current(e.partition, gen) {
 			return
 		}
