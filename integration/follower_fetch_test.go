@@ -100,10 +100,12 @@ func untilServedAsFollower(t *testing.T, b *Broker, prod *kgo.Client, topic stri
 // follower-served counter grows, not assumed); with the follower killed
 // it continues through the leader, and once the follower is back and in
 // sync it reads there again — every record exactly once, in order. A
-// consumer without a rack reads from the leader only.
+// consumer without a rack reads from the leader only. On the same
+// cluster, a follower serves read_committed fetches as the leader would
+// (checkFollowerReadCommitted).
 func TestFollowerFetching(t *testing.T) {
 	racks := []string{"a", "b", "c"}
-	bs := StartCluster(t, 3, WithRacks(racks...))
+	bs := StartCluster(t, 3, WithRacks(racks...), WithSet("transaction_state_log_num_partitions", "2"))
 	const topic = "follower-fetch"
 	createReplicatedTopic(t, bs[0], topic, 1, 3, nil)
 	leaders := waitReplicatedLeaders(t, bs, bs, topic, 1, 3, leaderTimeout, nil)
@@ -167,6 +169,9 @@ func TestFollowerFetching(t *testing.T) {
 	if after != before {
 		t.Fatalf("a consumer without a rack was served by followers (%.0f → %.0f)", before, after)
 	}
+	cancel2()
+
+	checkFollowerReadCommitted(t, bs, racks)
 }
 
 // rawFetch is a Fetch of partition 0 of topic at offset (the client
