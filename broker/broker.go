@@ -334,9 +334,9 @@ func (b *Broker) EnforceRetention(ctx context.Context) {
 			}
 			n, err := p.enforceRetention()
 			if err != nil {
-				b.logger.Warn("retention", "topic", t.Name, "partition", p.Index, "err", err)
+				b.logger.Warn("retention", "topic", t.Name(), "partition", p.Index, "err", err)
 			} else if n > 0 {
-				b.logger.Info("retention removed segments", "topic", t.Name, "partition", p.Index, "segments", n, "log_start_offset", p.log.LogStartOffset())
+				b.logger.Info("retention removed segments", "topic", t.Name(), "partition", p.Index, "segments", n, "log_start_offset", p.log.LogStartOffset())
 			}
 		}
 	}

@@ -188,7 +188,7 @@ func (c *logCleaner) grab() (cleanTarget, bool) {
 		if err != nil {
 			continue
 		}
-		st := cleanerState{topic: t.topic.Name, partition: t.p.Index, dirtyRatio: cb.DirtyRatio()}
+		st := cleanerState{topic: t.topic.Name(), partition: t.p.Index, dirtyRatio: cb.DirtyRatio()}
 		if cb.DirtySince >= 0 && t.c.maxLag < msDuration(now.UnixMilli()) {
 			if d := now.Sub(time.UnixMilli(cb.DirtySince)) - t.c.maxLag; d > 0 {
 				st.delay = d
@@ -251,7 +251,7 @@ func (c *logCleaner) clean(ctx context.Context, t cleanTarget, threads int) {
 	case err == nil:
 		c.runs.Inc()
 		if st.Passes > 0 {
-			c.logger.Info("log cleaned", "topic", t.topic.Name, "partition", t.p.Index,
+			c.logger.Info("log cleaned", "topic", t.topic.Name(), "partition", t.p.Index,
 				"cleaned_to", st.CleanedTo, "read_bytes", st.BytesRead, "written_bytes", st.BytesWritten,
 				"removed_records", st.RecordsRemoved, "passes", st.Passes, "took", time.Since(start).Round(time.Millisecond))
 		}
@@ -260,7 +260,7 @@ func (c *logCleaner) clean(ctx context.Context, t cleanTarget, threads int) {
 		// closing: the next look decides again.
 	default:
 		c.failures.Inc()
-		c.logger.Warn("log cleaner failed; partition left alone for a while", "topic", t.topic.Name, "partition", t.p.Index, "err", err, "retry_in", uncleanableRetry)
+		c.logger.Warn("log cleaner failed; partition left alone for a while", "topic", t.topic.Name(), "partition", t.p.Index, "err", err, "retry_in", uncleanableRetry)
 		if errors.Is(err, log.ErrLogFailed) {
 			t.p.fail(err)
 		}

@@ -110,7 +110,7 @@ func (c *ClusterView) ControllerID() int32 {
 // controller's view, whichever broker hosts it.
 func (c *ClusterView) PartitionInfos(t *Topic) []PartitionInfo {
 	v := c.view()
-	ct := v.TopicByID(t.ID)
+	ct := v.TopicByID(t.ID())
 	if ct == nil {
 		return nil
 	}
@@ -140,7 +140,7 @@ func (c *ClusterView) PartitionInfos(t *Topic) []PartitionInfo {
 // NOT_LEADER_OR_FOLLOWER answers that carry the new leader (KIP-951).
 func (c *ClusterView) LeaderHint(t *Topic, partition int32) (leader BrokerInfo, epoch int32, ok bool) {
 	v := c.view()
-	cp, ok := v.Partition(t.ID, partition)
+	cp, ok := v.Partition(t.ID(), partition)
 	if !ok {
 		return BrokerInfo{}, -1, false
 	}

@@ -91,7 +91,7 @@ func (fe *FetchPath) readPartition(ctx context.Context, p *Partition, offset int
 		return data, nil, err
 	}
 	key := coalescer.Key{
-		TopicID: p.topic.ID, Partition: p.Index, Offset: offset, MaxBytes: int32(limit),
+		TopicID: p.topic.ID(), Partition: p.Index, Offset: offset, MaxBytes: int32(limit),
 		Isolation: isolation, Obligatory: mode == log.Obligatory,
 	}
 	res, err := c.Read(ctx, key, upTo, func(ctx context.Context) ([]byte, int64, error) {

@@ -21,7 +21,13 @@
 //   - TopicTable: the topics and their local partitions as the
 //     controller's view assigns them, changes to them through the
 //     controller, and the configs their logs resolve from (topics.go,
-//     topicconfig.go);
+//     topicconfig.go). A Topic holds the controller's record of the
+//     topic (controller.Topic: name, id, configs, assignment and so the
+//     replication factor), swapped for the new one when a view changes
+//     it, and adds only what is local: the partitions open here and
+//     what the produce path caches from the record. Nothing the
+//     controller owns is copied, so nothing goes stale when a
+//     reassignment or an AlterConfigs changes it;
 //   - Replicas: opening the replicas the controller's view assigns
 //     here, their Raft groups' members and leadership, copying records
 //     from a leader, and the leaders' upkeep of their followers and ISRs

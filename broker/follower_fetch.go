@@ -41,15 +41,15 @@ func (t *Topic) ReplicaPartition(i int32, currentLeaderEpoch int32) (p *Partitio
 		return p, true, nil
 	}
 	if p.group == nil {
-		return nil, false, fmt.Errorf("%w: the replica of %s/%d is not running", kerr.NotLeaderForPartition, t.Name, i)
+		return nil, false, fmt.Errorf("%w: the replica of %s/%d is not running", kerr.NotLeaderForPartition, t.Name(), i)
 	}
 	term := int32(p.group.Term())
 	switch {
 	case currentLeaderEpoch < 0:
 	case currentLeaderEpoch > term:
-		return nil, false, fmt.Errorf("%w: %s/%d: leader epoch %d is newer than this replica's %d", kerr.UnknownLeaderEpoch, t.Name, i, currentLeaderEpoch, term)
+		return nil, false, fmt.Errorf("%w: %s/%d: leader epoch %d is newer than this replica's %d", kerr.UnknownLeaderEpoch, t.Name(), i, currentLeaderEpoch, term)
 	case currentLeaderEpoch < term:
-		return nil, false, fmt.Errorf("%w: %s/%d: leader epoch %d is older than the current %d", kerr.FencedLeaderEpoch, t.Name, i, currentLeaderEpoch, term)
+		return nil, false, fmt.Errorf("%w: %s/%d: leader epoch %d is older than the current %d", kerr.FencedLeaderEpoch, t.Name(), i, currentLeaderEpoch, term)
 	}
 	return p, false, nil
 }

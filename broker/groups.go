@@ -17,7 +17,7 @@ import (
 const GroupTopic = "__consumer_offsets"
 
 // Internal reports whether clients may only read the topic.
-func (t *Topic) Internal() bool { return t.Name == GroupTopic || t.Name == TxnTopic }
+func (t *Topic) Internal() bool { return t.Name() == GroupTopic || t.Name() == TxnTopic }
 
 // Groups is the group coordinator.
 func (b *Broker) Groups() *group.Coordinator { return b.groups.Load() }

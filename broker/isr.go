@@ -248,7 +248,7 @@ func (rs *Replicas) maintainLeaders() {
 		}
 		// One partition's copy, not its topic's: a topic of thousands
 		// of partitions would be copied once per partition otherwise.
-		cp, ok := v.Partition(p.topic.ID, p.Index)
+		cp, ok := v.Partition(p.topic.ID(), p.Index)
 		if !ok {
 			continue
 		}
@@ -286,7 +286,7 @@ func (rs *Replicas) reportISR(p *Partition, cp controller.Partition, lagMax time
 		return
 	}
 	_, err := rs.propose(controller.ReportLeader{
-		TopicID: p.topic.ID, Partition: p.Index,
+		TopicID: p.topic.ID(), Partition: p.Index,
 		Leader: rs.node.NodeID, LeaderEpoch: epoch, Term: uint64(epoch), ISR: isr,
 	})
 	if err != nil {
@@ -295,7 +295,7 @@ func (rs *Replicas) reportISR(p *Partition, cp controller.Partition, lagMax time
 	p.tracking.mu.Lock()
 	p.tracking.reportedISR = isr
 	p.tracking.mu.Unlock()
-	rs.logger.Info("in-sync replicas changed", "topic", p.topic.Name, "partition", p.Index, "isr", isr)
+	rs.logger.Info("in-sync replicas changed", "topic", p.topic.Name(), "partition", p.Index, "isr", isr)
 }
 
 // inSyncReplicas lists the replicas of p, led here, that are in sync by
@@ -305,7 +305,7 @@ func (rs *Replicas) reportISR(p *Partition, cp controller.Partition, lagMax time
 // the controller fences them.
 func (rs *Replicas) inSyncReplicas(p *Partition) []int32 {
 	v := rs.view()
-	cp, ok := v.Partition(p.topic.ID, p.Index)
+	cp, ok := v.Partition(p.topic.ID(), p.Index)
 	if !ok {
 		return nil
 	}
@@ -382,9 +382,9 @@ func (rs *Replicas) maintainMembers(p *Partition, cp controller.Partition, v *co
 			continue
 		}
 		if err != nil {
-			rs.logger.Warn("partition group membership", "topic", p.topic.Name, "partition", p.Index, "replica", id, "change", change, "err", err)
+			rs.logger.Warn("partition group membership", "topic", p.topic.Name(), "partition", p.Index, "replica", id, "change", change, "err", err)
 		} else {
-			rs.logger.Info("partition group membership", "topic", p.topic.Name, "partition", p.Index, "replica", id, "change", change)
+			rs.logger.Info("partition group membership", "topic", p.topic.Name(), "partition", p.Index, "replica", id, "change", change)
 		}
 		return true
 	}
@@ -408,9 +408,9 @@ func (rs *Replicas) balanceLeader(p *Partition, cp controller.Partition, now tim
 	if why != "" {
 		return
 	}
-	rs.logger.Info("moving leadership to the preferred replica", "topic", p.topic.Name, "partition", p.Index, "to", preferred)
+	rs.logger.Info("moving leadership to the preferred replica", "topic", p.topic.Name(), "partition", p.Index, "to", preferred)
 	if err := p.group.TransferLeadership(strconv.Itoa(int(preferred)), reg.RPCAddr); err != nil {
-		rs.logger.Warn("leadership transfer", "topic", p.topic.Name, "partition", p.Index, "to", preferred, "err", err)
+		rs.logger.Warn("leadership transfer", "topic", p.topic.Name(), "partition", p.Index, "to", preferred, "err", err)
 	}
 }
 

@@ -42,10 +42,10 @@ func (rs *Replicas) LogDirs(wanted func(topic string, partition int32) bool) []L
 		dir.UsableBytes = int64(st.Bavail) * int64(st.Bsize)
 	}
 	for _, p := range rs.localReplicas() {
-		if wanted != nil && !wanted(p.topic.Name, p.Index) {
+		if wanted != nil && !wanted(p.topic.Name(), p.Index) {
 			continue
 		}
-		r := ReplicaLog{Topic: p.topic.Name, Partition: p.Index, Size: p.log.Size()}
+		r := ReplicaLog{Topic: p.topic.Name(), Partition: p.Index, Size: p.log.Size()}
 		if !p.IsLeader() {
 			if hw := p.leaderHWPlus1.Load() - 1; hw > 0 {
 				r.OffsetLag = max(0, hw-p.log.EndOffset())

@@ -94,7 +94,7 @@ func (b *Broker) partitionStats(now time.Time) partitionStats {
 			continue
 		}
 		s.leaders++
-		if cp, ok := v.Partition(p.topic.ID, p.Index); ok && underReplicated(cp, live) {
+		if cp, ok := v.Partition(p.topic.ID(), p.Index); ok && underReplicated(cp, live) {
 			s.underReplicated++
 		}
 	}

@@ -65,7 +65,7 @@ func (b *Broker) listOffset(p *Partition, timestamp int64, isolation int8) (offs
 // delete refuses it with POLICY_VIOLATION, as Kafka does.
 func (b *Broker) DeleteRecords(ctx context.Context, p *Partition, offset int64) (int64, error) {
 	if !policyHas(configValue(b.TopicConfig(p.topic), "cleanup.policy"), "delete") {
-		return -1, fmt.Errorf("%w: records of partition %s-%d can not be deleted due to the configured policy", kerr.PolicyViolation, p.topic.Name, p.Index)
+		return -1, fmt.Errorf("%w: records of partition %s-%d can not be deleted due to the configured policy", kerr.PolicyViolation, p.topic.Name(), p.Index)
 	}
 	if hwm := p.HighWatermark(); offset < -1 || offset > hwm {
 		return -1, fmt.Errorf("%w: offset %d is outside [0, %d]", kerr.OffsetOutOfRange, offset, hwm)

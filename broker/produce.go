@@ -119,7 +119,7 @@ func (pp *ProducePath) StartProduce(ctx context.Context, topic string, partition
 	// As Kafka does, before looking at the records.
 	if opts.Acks == -1 && settings.minInsyncReplicas > 1 {
 		if isr := pp.inSyncReplicas(p); int64(len(isr)) < settings.minInsyncReplicas {
-			return PendingAppend{}, fmt.Errorf("%w: %s-%d has %d live in-sync replicas %v, fewer than min.insync.replicas=%d", kerr.NotEnoughReplicas, t.Name, partition, len(isr), isr, settings.minInsyncReplicas)
+			return PendingAppend{}, fmt.Errorf("%w: %s-%d has %d live in-sync replicas %v, fewer than min.insync.replicas=%d", kerr.NotEnoughReplicas, t.Name(), partition, len(isr), isr, settings.minInsyncReplicas)
 		}
 	}
 	headers, err := log.ValidateBatches(records)
@@ -132,7 +132,7 @@ func (pp *ProducePath) StartProduce(ctx context.Context, topic string, partition
 	if seg := settings.segmentBytes; int64(len(records)) > seg {
 		return PendingAppend{}, fmt.Errorf("%w: %d bytes is above segment.bytes %d", kerr.RecordListTooLarge, len(records), seg)
 	}
-	if records, err = pp.checkRecords(t.Name, partition, records, headers[0], settings); err != nil {
+	if records, err = pp.checkRecords(t.Name(), partition, records, headers[0], settings); err != nil {
 		return PendingAppend{}, err
 	}
 	var logAppendTime int64

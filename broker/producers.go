@@ -32,7 +32,7 @@ type ProducerInfo struct {
 // Producers lists the producers the partition's leader remembers, by id.
 func (rs *Replicas) Producers(p *Partition) ([]ProducerInfo, error) {
 	if !p.IsLeader() {
-		return nil, fmt.Errorf("%w: %s/%d is led by another broker", kerr.NotLeaderForPartition, p.topic.Name, p.Index)
+		return nil, fmt.Errorf("%w: %s/%d is led by another broker", kerr.NotLeaderForPartition, p.topic.Name(), p.Index)
 	}
 	return p.describeProducers()
 }
@@ -67,7 +67,7 @@ func (p *Partition) describeProducers() ([]ProducerInfo, error) {
 				return h.BaseOffset < l.baseOffset
 			})
 			if err != nil && !errors.Is(err, log.ErrOffsetOutOfRange) {
-				return nil, fmt.Errorf("%w: reading %s/%d: %w", kerr.KafkaStorageError, p.topic.Name, p.Index, err)
+				return nil, fmt.Errorf("%w: reading %s/%d: %w", kerr.KafkaStorageError, p.topic.Name(), p.Index, err)
 			}
 		}
 		out[i] = l.ProducerInfo

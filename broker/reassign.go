@@ -126,9 +126,9 @@ func (rs *Replicas) reshapeGroup(p *Partition, cp controller.Partition, v *contr
 	}
 	// 3. The group is the target.
 	target := cp.Target()
-	rs.logger.Info("completing the reassignment", "topic", p.topic.Name, "partition", p.Index, "replicas", target)
-	if _, err := rs.propose(controller.CompleteReassignment{TopicID: p.topic.ID, Partition: p.Index, Target: target}); err != nil {
-		rs.logger.Warn("completing the reassignment", "topic", p.topic.Name, "partition", p.Index, "err", err)
+	rs.logger.Info("completing the reassignment", "topic", p.topic.Name(), "partition", p.Index, "replicas", target)
+	if _, err := rs.propose(controller.CompleteReassignment{TopicID: p.topic.ID(), Partition: p.Index, Target: target}); err != nil {
+		rs.logger.Warn("completing the reassignment", "topic", p.topic.Name(), "partition", p.Index, "err", err)
 	}
 	return true
 }
@@ -143,9 +143,9 @@ func (rs *Replicas) handOver(p *Partition, cp controller.Partition, v *controlle
 		if id == rs.node.NodeID || !ok || !v.Live(id, now) || !slices.Contains(isr, id) || !p.tracking.current(id, p.HighWatermark(), now) {
 			continue
 		}
-		rs.logger.Info("moving leadership off a replica being removed", "topic", p.topic.Name, "partition", p.Index, "to", id)
+		rs.logger.Info("moving leadership off a replica being removed", "topic", p.topic.Name(), "partition", p.Index, "to", id)
 		if err := p.group.TransferLeadership(strconv.Itoa(int(id)), reg.RPCAddr); err != nil {
-			rs.logger.Warn("leadership transfer", "topic", p.topic.Name, "partition", p.Index, "to", id, "err", err)
+			rs.logger.Warn("leadership transfer", "topic", p.topic.Name(), "partition", p.Index, "to", id, "err", err)
 		}
 		return true
 	}
@@ -156,9 +156,9 @@ func (rs *Replicas) changeMember(p *Partition, id int32, change string, do func(
 	ctx, cancel := context.WithTimeout(context.Background(), replicaOpTimeout)
 	defer cancel()
 	if err := do(ctx); err != nil {
-		rs.logger.Warn("partition group membership", "topic", p.topic.Name, "partition", p.Index, "replica", id, "change", change, "err", err)
+		rs.logger.Warn("partition group membership", "topic", p.topic.Name(), "partition", p.Index, "replica", id, "change", change, "err", err)
 	} else {
-		rs.logger.Info("partition group membership", "topic", p.topic.Name, "partition", p.Index, "replica", id, "change", change)
+		rs.logger.Info("partition group membership", "topic", p.topic.Name(), "partition", p.Index, "replica", id, "change", change)
 	}
 	return true
 }
@@ -170,7 +170,7 @@ func (rs *Replicas) changeMember(p *Partition, id int32, change string, do func(
 func (rs *Replicas) removeUnassignedReplicas(topics []*Topic) {
 	v := rs.view()
 	for _, t := range topics {
-		ct := v.TopicByID(t.ID)
+		ct := v.TopicByID(t.ID())
 		if ct == nil {
 			continue
 		}
@@ -179,16 +179,16 @@ func (rs *Replicas) removeUnassignedReplicas(topics []*Topic) {
 			if (i < len(have) && have[i] != nil) || slices.Contains(cp.Replicas, rs.node.NodeID) {
 				continue
 			}
-			dir := filepath.Join(rs.topicDir(t.Name, t.ID), strconv.Itoa(i))
+			dir := filepath.Join(rs.topicDir(t.Name(), t.ID()), strconv.Itoa(i))
 			if _, err := os.Stat(dir); err != nil {
 				continue
 			}
-			rs.logger.Warn("removing a replica reassigned away from this broker while it was down", "topic", t.Name, "partition", i)
+			rs.logger.Warn("removing a replica reassigned away from this broker while it was down", "topic", t.Name(), "partition", i)
 			if err := os.RemoveAll(dir); err != nil {
-				rs.logger.Warn("removing a reassigned replica's log", "topic", t.Name, "partition", i, "err", err)
+				rs.logger.Warn("removing a reassigned replica's log", "topic", t.Name(), "partition", i, "err", err)
 			}
-			if err := rs.mux().RemoveGroupState(rs.raftDir(), partitionGroupName(t.ID, int32(i))); err != nil {
-				rs.logger.Warn("removing a reassigned replica's raft state", "topic", t.Name, "partition", i, "err", err)
+			if err := rs.mux().RemoveGroupState(rs.raftDir(), partitionGroupName(t.ID(), int32(i))); err != nil {
+				rs.logger.Warn("removing a reassigned replica's raft state", "topic", t.Name(), "partition", i, "err", err)
 			}
 		}
 	}

@@ -26,11 +26,11 @@ func (b *Broker) reconcile(v *controller.View) {
 	// Files and offsets go after the table lock is released: the group
 	// coordinator's loops look topics up.
 	for _, t := range removed {
-		if err := os.RemoveAll(b.topicDir(t.Name, t.ID)); err != nil {
-			b.logger.Warn("removing deleted topic's files", "topic", t.Name, "err", err)
+		if err := os.RemoveAll(b.topicDir(t.Name(), t.ID())); err != nil {
+			b.logger.Warn("removing deleted topic's files", "topic", t.Name(), "err", err)
 		}
 		if c := b.groups.Load(); c != nil {
-			c.TopicDeleted(t.Name)
+			c.TopicDeleted(t.Name())
 		}
 	}
 	b.ctrl.markReconciled(v.Index())

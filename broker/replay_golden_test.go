@@ -25,6 +25,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/log"
 	"github.com/weir-broker/weir/raft"
 	"github.com/weir-broker/weir/raft/replaytest"
@@ -71,7 +72,7 @@ func partReplayConfig() log.Config {
 // its Raft group.
 func openReplayPartition(t *testing.T, dir string) *Partition {
 	t.Helper()
-	p := newPartition(&Topic{Name: "replay"}, 0, dir)
+	p := newPartition(newTopic(&controller.Topic{Name: "replay"}), 0, dir)
 	l, err := log.Open(dir, partReplayConfig())
 	if err != nil {
 		t.Fatal(err)

@@ -191,7 +191,7 @@ func (p *Partition) checkpointed(fn func() error) error {
 // cannot be trusted to match the group, so it stops applying and the
 // broker stops acknowledging writes to it.
 func (p *Partition) fail(err error) error {
-	err = fmt.Errorf("%w: %s/%d: %v", kerr.KafkaStorageError, p.topic.Name, p.Index, err)
+	err = fmt.Errorf("%w: %s/%d: %v", kerr.KafkaStorageError, p.topic.Name(), p.Index, err)
 	if p.failed.CompareAndSwap(nil, &err) {
 		p.signalStop()
 		if p.onFail != nil {

@@ -104,7 +104,7 @@ func (rs *Replicas) openAssigned(t *Topic, ct *controller.Topic, v *controller.V
 			// A sole replica gaining others: its short timers and
 			// lease would have it step down as soon as a second voter
 			// joins, so its group restarts with a partition's.
-			rs.logger.Info("restarting a sole replica's group for the replicas joining it", "topic", t.Name, "partition", i)
+			rs.logger.Info("restarting a sole replica's group for the replicas joining it", "topic", t.Name(), "partition", i)
 			p.close()
 			parts[i], changed = nil, true
 			open = append(open, i)
@@ -126,7 +126,7 @@ func (rs *Replicas) openAssigned(t *Topic, ct *controller.Topic, v *controller.V
 			for i := range work {
 				p, err := rs.openReplica(t, int32(i), ct.Partitions[i], v)
 				if err != nil {
-					rs.logger.Error("opening partition replica", "topic", t.Name, "partition", i, "err", err)
+					rs.logger.Error("opening partition replica", "topic", t.Name(), "partition", i, "err", err)
 					continue
 				}
 				parts[i] = p
@@ -146,11 +146,11 @@ func (rs *Replicas) openAssigned(t *Topic, ct *controller.Topic, v *controller.V
 // reassignment completed or was cancelled) and removes its files: its
 // group's leader has removed it from the group, or will.
 func (rs *Replicas) closeMoved(p *Partition) {
-	rs.logger.Info("removing a replica reassigned away from this broker", "topic", p.topic.Name, "partition", p.Index)
+	rs.logger.Info("removing a replica reassigned away from this broker", "topic", p.topic.Name(), "partition", p.Index)
 	p.close()
 	rs.removeReplicaFiles(p)
 	if err := os.RemoveAll(p.dir); err != nil {
-		rs.logger.Warn("removing a reassigned replica's log", "topic", p.topic.Name, "partition", p.Index, "err", err)
+		rs.logger.Warn("removing a reassigned replica's log", "topic", p.topic.Name(), "partition", p.Index, "err", err)
 	}
 }
 
@@ -163,9 +163,9 @@ const openReplicaWorkers = 128
 // (its data was lost, or it was just assigned) starts empty and is
 // caught up by the leader.
 func (rs *Replicas) openReplica(t *Topic, index int32, cp controller.Partition, v *controller.View) (*Partition, error) {
-	dir := filepath.Join(rs.topicDir(t.Name, t.ID), strconv.Itoa(int(index)))
+	dir := filepath.Join(rs.topicDir(t.Name(), t.ID()), strconv.Itoa(int(index)))
 	p := newPartition(t, index, dir)
-	if t.Name == GroupTopic {
+	if t.Name() == GroupTopic {
 		// Markers settle the offsets transactions committed here.
 		p.onMarker = func(offset, pid int64, commit bool) {
 			if c := rs.groups(); c != nil {
@@ -178,15 +178,15 @@ func (rs *Replicas) openReplica(t *Topic, index int32, cp controller.Partition, 
 		return nil, err
 	}
 	p.log = l
-	if err := p.recoverFromCheckpoint(len(cp.Replicas) == 1, rs.logger.With("topic", t.Name, "partition", index)); err != nil {
+	if err := p.recoverFromCheckpoint(len(cp.Replicas) == 1, rs.logger.With("topic", t.Name(), "partition", index)); err != nil {
 		l.Close()
-		return nil, fmt.Errorf("recover %s/%d: %w", t.Name, index, err)
+		return nil, fmt.Errorf("recover %s/%d: %w", t.Name(), index, err)
 	}
 	p.pull = func(from, upTo int64) (recordChunk, error) { return rs.pullRecords(p, from, upTo) }
 
 	cfg := raft.Config{
-		Group: partitionGroupName(t.ID, index), NodeID: strconv.Itoa(int(rs.node.NodeID)), Dir: rs.raftDir(),
-		StateMachine: p, Class: "partition", Logger: rs.logger.With("topic", t.Name, "partition", index),
+		Group: partitionGroupName(t.ID(), index), NodeID: strconv.Itoa(int(rs.node.NodeID)), Dir: rs.raftDir(),
+		StateMachine: p, Class: "partition", Logger: rs.logger.With("topic", t.Name(), "partition", index),
 		NoSnapshotRestoreOnStart: true,
 		SnapshotThreshold:        rs.node.RaftSnapshotEntries,
 		TrailingLogs:             rs.node.RaftTrailingEntries,
@@ -235,7 +235,7 @@ func (rs *Replicas) openReplica(t *Topic, index int32, cp controller.Partition, 
 			// re-adds it as a non-voter (maintainMembers) and, once it
 			// caught up, as a voter.
 			rs.logger.Warn("partition replica has no Raft state; waiting for the leader to re-add and catch it up",
-				"topic", t.Name, "partition", index)
+				"topic", t.Name(), "partition", index)
 		}
 	}
 	if err != nil && !errors.Is(err, raft.ErrExistingState) {
@@ -248,7 +248,7 @@ func (rs *Replicas) openReplica(t *Topic, index int32, cp controller.Partition, 
 	p.onFail = func() {
 		p.leaderEpoch.Store(-1)
 		rs.setCoordinatorLeadership(p, false)
-		rs.logger.Error("partition replica failed; stopping its raft group", "topic", t.Name, "partition", index, "err", p.failure())
+		rs.logger.Error("partition replica failed; stopping its raft group", "topic", t.Name(), "partition", index, "err", p.failure())
 		g.Shutdown()
 	}
 	g.OnLeaderChange(func(leading bool) { rs.leadershipChanged(p, leading) })
@@ -442,7 +442,7 @@ func (rs *Replicas) applyLeadership(p *Partition, leading bool) {
 	err := g.Barrier(ctx)
 	cancel()
 	if err != nil {
-		rs.logger.Warn("new partition leader could not apply its backlog", "topic", p.topic.Name, "partition", p.Index, "err", err)
+		rs.logger.Warn("new partition leader could not apply its backlog", "topic", p.topic.Name(), "partition", p.Index, "err", err)
 		return
 	}
 	term := g.Term()
@@ -467,7 +467,7 @@ func (rs *Replicas) reportLeader(p *Partition, term uint64) {
 			return
 		}
 		_, err := rs.propose(controller.ReportLeader{
-			TopicID: p.topic.ID, Partition: p.Index,
+			TopicID: p.topic.ID(), Partition: p.Index,
 			Leader: rs.node.NodeID, LeaderEpoch: int32(term), Term: term,
 		})
 		if err == nil || errors.Is(err, kerr.FencedLeaderEpoch) || errors.Is(err, kerr.UnknownTopicID) || errors.Is(err, kerr.UnknownTopicOrPartition) {
@@ -489,7 +489,7 @@ func (rs *Replicas) reportLeader(p *Partition, term uint64) {
 // __transaction_state partition, as this replica gains or loses its
 // leadership.
 func (rs *Replicas) setCoordinatorLeadership(p *Partition, leading bool) {
-	if p.topic.Name != GroupTopic && p.topic.Name != TxnTopic {
+	if p.topic.Name() != GroupTopic && p.topic.Name() != TxnTopic {
 		return
 	}
 	p.coordMu.Lock()
@@ -498,7 +498,7 @@ func (rs *Replicas) setCoordinatorLeadership(p *Partition, leading bool) {
 		return
 	}
 	p.leading = leading
-	switch p.topic.Name {
+	switch p.topic.Name() {
 	case GroupTopic:
 		if c := rs.groups(); c != nil {
 			rs.applyGroupLeadership(c, p)
@@ -546,12 +546,12 @@ func (p *Partition) checkLeaderEpoch(currentLeaderEpoch int32) error {
 	epoch := p.leaderEpoch.Load()
 	switch {
 	case epoch < 0:
-		return fmt.Errorf("%w: this broker does not lead %s/%d", kerr.NotLeaderForPartition, t.Name, i)
+		return fmt.Errorf("%w: this broker does not lead %s/%d", kerr.NotLeaderForPartition, t.Name(), i)
 	case currentLeaderEpoch < 0:
 	case currentLeaderEpoch > epoch:
-		return fmt.Errorf("%w: %s/%d: leader epoch %d is newer than this leader's %d", kerr.UnknownLeaderEpoch, t.Name, i, currentLeaderEpoch, epoch)
+		return fmt.Errorf("%w: %s/%d: leader epoch %d is newer than this leader's %d", kerr.UnknownLeaderEpoch, t.Name(), i, currentLeaderEpoch, epoch)
 	case currentLeaderEpoch < epoch:
-		return fmt.Errorf("%w: %s/%d: leader epoch %d is older than the current %d", kerr.FencedLeaderEpoch, t.Name, i, currentLeaderEpoch, epoch)
+		return fmt.Errorf("%w: %s/%d: leader epoch %d is older than the current %d", kerr.FencedLeaderEpoch, t.Name(), i, currentLeaderEpoch, epoch)
 	}
 	return nil
 }
@@ -592,7 +592,7 @@ func (pe proposedEntry) wait(ctx context.Context) (applyResult, error) {
 	}
 	res, ok := resp.(applyResult)
 	if !ok {
-		return applyResult{}, fmt.Errorf("%w: %s/%d: unexpected apply result %T", kerr.UnknownServerError, pe.p.topic.Name, pe.p.Index, resp)
+		return applyResult{}, fmt.Errorf("%w: %s/%d: unexpected apply result %T", kerr.UnknownServerError, pe.p.topic.Name(), pe.p.Index, resp)
 	}
 	return res, res.err
 }
@@ -602,15 +602,15 @@ func (pe proposedEntry) wait(ctx context.Context) (applyResult, error) {
 func (p *Partition) replicationError(err error) error {
 	switch {
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrShutdown):
-		return fmt.Errorf("%w: %s/%d: %v", kerr.NotLeaderForPartition, p.topic.Name, p.Index, err)
+		return fmt.Errorf("%w: %s/%d: %v", kerr.NotLeaderForPartition, p.topic.Name(), p.Index, err)
 	case errors.Is(err, raft.ErrLeadershipLost):
 		// It may still commit; the client's retry is recognised by its
 		// sequence numbers if it is idempotent.
-		return fmt.Errorf("%w: %s/%d: leadership lost before commit", kerr.NotLeaderForPartition, p.topic.Name, p.Index)
+		return fmt.Errorf("%w: %s/%d: leadership lost before commit", kerr.NotLeaderForPartition, p.topic.Name(), p.Index)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return fmt.Errorf("%w: %s/%d: not committed in time", kerr.RequestTimedOut, p.topic.Name, p.Index)
+		return fmt.Errorf("%w: %s/%d: not committed in time", kerr.RequestTimedOut, p.topic.Name(), p.Index)
 	}
-	return fmt.Errorf("%w: %s/%d: %v", kerr.KafkaStorageError, p.topic.Name, p.Index, err)
+	return fmt.Errorf("%w: %s/%d: %v", kerr.KafkaStorageError, p.topic.Name(), p.Index, err)
 }
 
 // partitionReadRequest asks a replica for batches of its log.

@@ -346,11 +346,12 @@ func logConfig(entries []ConfigEntry) log.Config {
 }
 
 // produceSettings are the effective configs the produce path needs,
-// resolved once per change of the topic's configs or of the cluster
-// properties rather than on every request.
+// resolved once per change of the topic's record (its configs, or its
+// partitions' assignment and leaders, which are rarer than requests) or
+// of the cluster properties rather than on every request.
 type produceSettings struct {
 	propsVersion    int64
-	configs         *map[string]string // the explicit configs they were resolved from
+	rec             *controller.Topic // the record whose explicit configs they were resolved from
 	maxMessageBytes int64
 	segmentBytes    int64
 	logAppendTime   bool
@@ -390,14 +391,14 @@ func codecOf(compressionType string) (codec int8, levelConfig string) {
 }
 
 func (tt *TopicTable) produceSettings(t *Topic) *produceSettings {
-	configs, version := t.configs.Load(), tt.props.Version()
-	if s := t.settings.Load(); s != nil && s.configs == configs && s.propsVersion == version {
+	rec, version := t.Record(), tt.props.Version()
+	if s := t.settings.Load(); s != nil && s.rec == rec && s.propsVersion == version {
 		return s
 	}
-	entries := effectiveConfig(*configs, tt.props)
+	entries := effectiveConfig(rec.Configs, tt.props)
 	s := &produceSettings{
 		propsVersion:    version,
-		configs:         configs,
+		rec:             rec,
 		maxMessageBytes: configInt(entries, "max.message.bytes"),
 		segmentBytes:    configInt(entries, "segment.bytes"),
 		logAppendTime:   configValue(entries, "message.timestamp.type") == "LogAppendTime",

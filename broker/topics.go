@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -27,18 +28,39 @@ import (
 // again never meets the old one's files.
 const topicsDir = "topics"
 
-// Topic is a named set of partitions.
+// Topic is a named set of partitions: the controller's record of the
+// topic, and this broker's runtime side of it (the partitions it hosts).
+// What the controller owns (name, id, configs, assignment, replication
+// factor) is read from the record and never copied here, so that it
+// cannot go stale when the controller changes it.
 type Topic struct {
-	Name string
-	ID   controller.TopicID
-	// ReplicationFactor is the number of replicas of each partition,
-	// fixed at creation.
-	ReplicationFactor int16
-
+	// rec is the controller's record as of the last view the table
+	// applied. The record is never modified once stored: a change
+	// stores another, so a reader holds a consistent one.
+	rec      atomic.Pointer[controller.Topic]
 	parts    atomic.Pointer[[]*Partition]
-	configs  atomic.Pointer[map[string]string] // explicit topic configs
-	settings atomic.Pointer[produceSettings]   // cache derived from configs
+	settings atomic.Pointer[produceSettings] // cache derived from rec's configs
 }
+
+// newTopic returns a topic of record ct with no partitions open; ct is
+// the topic's from then on and must not be modified.
+func newTopic(ct *controller.Topic) *Topic {
+	t := &Topic{}
+	t.rec.Store(ct)
+	empty := []*Partition{}
+	t.parts.Store(&empty)
+	return t
+}
+
+// Record returns the controller's record of the topic, as of the last
+// view this broker applied. It is shared: callers must not modify it.
+func (t *Topic) Record() *controller.Topic { return t.rec.Load() }
+
+// Name returns the topic's name.
+func (t *Topic) Name() string { return t.rec.Load().Name }
+
+// ID returns the topic's id.
+func (t *Topic) ID() controller.TopicID { return t.rec.Load().ID }
 
 func (t *Topic) partitions() []*Partition { return *t.parts.Load() }
 
@@ -61,13 +83,14 @@ func (t *Topic) LocalPartition(i int32) (*Partition, error) {
 	if p := t.Partition(i); p != nil && !p.deleted.Load() {
 		return p, nil
 	} else if p == nil && i >= 0 && int(i) < len(t.partitions()) {
-		return nil, fmt.Errorf("%w: %s/%d is hosted by another broker", kerr.NotLeaderForPartition, t.Name, i)
+		return nil, fmt.Errorf("%w: %s/%d is hosted by another broker", kerr.NotLeaderForPartition, t.Name(), i)
 	}
-	return nil, fmt.Errorf("%w: %s/%d", kerr.UnknownTopicOrPartition, t.Name, i)
+	return nil, fmt.Errorf("%w: %s/%d", kerr.UnknownTopicOrPartition, t.Name(), i)
 }
 
-// Configs returns the explicit topic configs.
-func (t *Topic) Configs() map[string]string { return *t.configs.Load() }
+// Configs returns the explicit topic configs. They are the record's:
+// callers must not modify them.
+func (t *Topic) Configs() map[string]string { return t.rec.Load().Configs }
 
 // TopicTable is this broker's materialisation of the controller's topics:
 // the topics by name and id with their local partitions, the changes to
@@ -121,7 +144,7 @@ func (tt *TopicTable) Topics() []*Topic {
 		out = append(out, t)
 	}
 	tt.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out
 }
 
@@ -228,9 +251,9 @@ func (tt *TopicTable) CreateTopic(req CreateTopicRequest) (*Topic, error) {
 		if bounded {
 			return nil, fmt.Errorf("%w: topic %s is created, but not every partition had a leader within %v", kerr.RequestTimedOut, req.Name, req.Timeout)
 		}
-		tt.logger.Warn("partitions still without an elected leader", "topic", t.Name, "waited", leaderWait)
+		tt.logger.Warn("partitions still without an elected leader", "topic", t.Name(), "waited", leaderWait)
 	}
-	tt.logger.Info("created topic", "topic", t.Name, "id", t.ID.String(), "partitions", req.Partitions)
+	tt.logger.Info("created topic", "topic", t.Name(), "id", t.ID().String(), "partitions", req.Partitions)
 	return t, nil
 }
 
@@ -269,7 +292,7 @@ const leaderWait = 10 * time.Second
 func (tt *TopicTable) awaitLeaders(ctx context.Context, t *Topic) bool {
 	dl, _ := ctx.Deadline()
 	return waitFor(tt.stop, time.Until(dl), func() bool {
-		ct := tt.view().TopicByID(t.ID)
+		ct := tt.view().TopicByID(t.ID())
 		if ct == nil {
 			return true
 		}
@@ -302,12 +325,7 @@ func waitFor(stop <-chan struct{}, timeout time.Duration, done func() bool) bool
 // detachedTopic describes a topic that does not exist here (validate-only
 // answers).
 func detachedTopic(ct *controller.Topic) *Topic {
-	t := &Topic{Name: ct.Name, ID: ct.ID, ReplicationFactor: int16(ct.ReplicationFactor())}
-	configs := ct.Configs
-	if configs == nil {
-		configs = map[string]string{}
-	}
-	t.configs.Store(&configs)
+	t := newTopic(ct)
 	parts := make([]*Partition, len(ct.Partitions))
 	for i := range parts {
 		parts[i] = &Partition{Index: int32(i), topic: t}
@@ -351,16 +369,16 @@ func (tt *TopicTable) DeleteTopicByID(id controller.TopicID) (string, error) {
 	if t == nil {
 		return "", fmt.Errorf("%w: %s", kerr.UnknownTopicID, id)
 	}
-	return t.Name, tt.deleteTopic(t)
+	return t.Name(), tt.deleteTopic(t)
 }
 
 func (tt *TopicTable) deleteTopic(t *Topic) error {
 	if t.Internal() {
-		return fmt.Errorf("%w: the internal topic %s cannot be deleted", kerr.InvalidTopicException, t.Name)
+		return fmt.Errorf("%w: the internal topic %s cannot be deleted", kerr.InvalidTopicException, t.Name())
 	}
-	_, err := tt.propose(controller.DeleteTopic{TopicRef: controller.TopicRef{Name: t.Name, ID: t.ID}})
+	_, err := tt.propose(controller.DeleteTopic{TopicRef: controller.TopicRef{Name: t.Name(), ID: t.ID()}})
 	if err == nil {
-		tt.logger.Info("deleted topic", "topic", t.Name, "id", t.ID.String())
+		tt.logger.Info("deleted topic", "topic", t.Name(), "id", t.ID().String())
 	}
 	return err
 }
@@ -376,7 +394,7 @@ func (tt *TopicTable) CreatePartitions(name string, total int32, validateOnly bo
 	case total > maxPartitionsPerTopic:
 		return fmt.Errorf("%w: %d partitions is more than %d", kerr.InvalidPartitions, total, maxPartitionsPerTopic)
 	}
-	cmd := controller.CreatePartitions{TopicRef: controller.TopicRef{Name: t.Name, ID: t.ID}, Total: total, PlacementSeed: newPlacementSeed()}
+	cmd := controller.CreatePartitions{TopicRef: controller.TopicRef{Name: t.Name(), ID: t.ID()}, Total: total, PlacementSeed: newPlacementSeed()}
 	if validateOnly {
 		_, err := tt.check(cmd)
 		return err
@@ -416,7 +434,7 @@ func (tt *TopicTable) AlterTopicConfig(name string, ops []ConfigOp, validateOnly
 	if t == nil {
 		return fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, name)
 	}
-	cmd := controller.AlterTopicConfig{TopicRef: controller.TopicRef{Name: t.Name, ID: t.ID}}
+	cmd := controller.AlterTopicConfig{TopicRef: controller.TopicRef{Name: t.Name(), ID: t.ID()}}
 	var current []ConfigEntry // the effective configs, for APPEND and SUBTRACT
 	for _, op := range ops {
 		d, ok := lookupTopicConfig(op.Name)
@@ -487,7 +505,7 @@ func (tt *TopicTable) removeOrphanTopicDirs() {
 	}
 	want := map[string]bool{}
 	for _, t := range tt.byName {
-		want[filepath.Base(tt.topicDir(t.Name, t.ID))] = true
+		want[filepath.Base(tt.topicDir(t.Name(), t.ID()))] = true
 	}
 	for _, e := range entries {
 		if !want[e.Name()] {
@@ -514,23 +532,19 @@ func (tt *TopicTable) apply(v *controller.View, propsChanged bool, open func(*To
 	for _, ct := range v.Topics() {
 		id := ct.ID
 		wanted[id] = true
-		t := tt.byID[id]
+		t, topicChanged := tt.byID[id], false
 		if t == nil {
-			t = &Topic{Name: ct.Name, ID: id, ReplicationFactor: int16(ct.ReplicationFactor())}
-			empty := []*Partition{}
-			t.parts.Store(&empty)
-			t.configs.Store(&map[string]string{})
-			tt.byName[t.Name] = t
+			t = newTopic(ct)
+			tt.byName[ct.Name] = t
 			tt.byID[id] = t
+		} else if old := t.Record(); !reflect.DeepEqual(old, ct) {
+			// Only a changed record is swapped in: the produce
+			// settings cached from it last until it changes, and a
+			// view comes with every broker heartbeat.
+			topicChanged = !maps.Equal(old.Configs, ct.Configs)
+			t.rec.Store(ct)
 		}
-		if topicChanged := !maps.Equal(t.Configs(), ct.Configs); topicChanged || propsChanged {
-			if topicChanged {
-				configs := maps.Clone(ct.Configs)
-				if configs == nil {
-					configs = map[string]string{}
-				}
-				t.configs.Store(&configs)
-			}
+		if topicChanged || propsChanged {
 			cfg := tt.logConfigFor(t)
 			for _, p := range t.partitions() {
 				if p != nil {
@@ -543,7 +557,7 @@ func (tt *TopicTable) apply(v *controller.View, propsChanged bool, open func(*To
 	for id, t := range tt.byID {
 		if !wanted[id] {
 			delete(tt.byID, id)
-			delete(tt.byName, t.Name)
+			delete(tt.byName, t.Name())
 			for _, p := range t.partitions() {
 				if p != nil {
 					p.markDeleted()

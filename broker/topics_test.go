@@ -26,10 +26,10 @@ func TestTopicLifecyclePersists(t *testing.T) {
 
 	b = openTestBroker(t, dir)
 	got := b.Topic("orders")
-	if got == nil || got.ID != tp.ID || len(got.Partitions()) != 4 {
+	if got == nil || got.ID() != tp.ID() || len(got.Partitions()) != 4 {
 		t.Fatalf("after restart: %+v", got)
 	}
-	if b.TopicByID(tp.ID) != got {
+	if b.TopicByID(tp.ID()) != got {
 		t.Fatal("lookup by id")
 	}
 	if hwm := got.Partition(1).HighWatermark(); hwm != 5 {
@@ -41,7 +41,7 @@ func TestTopicLifecyclePersists(t *testing.T) {
 	if err := b.DeleteTopic("orders"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(b.topicDir("orders", tp.ID)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(b.topicDir("orders", tp.ID())); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("files remain after delete: %v", err)
 	}
 	b.Close()
@@ -51,7 +51,7 @@ func TestTopicLifecyclePersists(t *testing.T) {
 	}
 	// Created again: a new topic with a new id and no old data.
 	again := mustCreate(t, b, "orders", 1, nil)
-	if again.ID == tp.ID || again.Partition(0).HighWatermark() != 0 {
+	if again.ID() == tp.ID() || again.Partition(0).HighWatermark() != 0 {
 		t.Fatal("re-created topic is not new")
 	}
 }

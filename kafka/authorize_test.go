@@ -226,9 +226,9 @@ func TestAuthorizeProduceFetch(t *testing.T) {
 		return f.c.roundTrip(req).(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode
 	}
 	codeIs(t, "fetch v12 payments (READ)", fetch(fetchRequest(12, "payments", [16]byte{}, 0, 1<<20)), nil)
-	codeIs(t, "fetch v13 payments (READ)", fetch(fetchRequest(13, "", f.payments.ID, 0, 1<<20)), nil)
+	codeIs(t, "fetch v13 payments (READ)", fetch(fetchRequest(13, "", f.payments.ID(), 0, 1<<20)), nil)
 	codeIs(t, "fetch v12 orders (WRITE only)", fetch(fetchRequest(12, "orders", [16]byte{}, 0, 1<<20)), kerr.TopicAuthorizationFailed)
-	codeIs(t, "fetch v13 orders (WRITE only)", fetch(fetchRequest(13, "", f.orders.ID, 0, 1<<20)), kerr.TopicAuthorizationFailed)
+	codeIs(t, "fetch v13 orders (WRITE only)", fetch(fetchRequest(13, "", f.orders.ID(), 0, 1<<20)), kerr.TopicAuthorizationFailed)
 	codeIs(t, "fetch v12 of a topic that does not exist", fetch(fetchRequest(12, "ghost", [16]byte{}, 0, 1<<20)), kerr.TopicAuthorizationFailed)
 	codeIs(t, "fetch v13 of an unknown topic id", fetch(fetchRequest(13, "", [16]byte{1}, 0, 1<<20)), kerr.UnknownTopicID)
 	replica := fetchRequest(12, "payments", [16]byte{}, 0, 1<<20)
@@ -270,7 +270,7 @@ func TestAuthorizeTopicDescribe(t *testing.T) {
 		named.Topics = append(named.Topics, rt)
 	}
 	byID := kmsg.NewMetadataRequestTopic()
-	byID.TopicID = f.payments.ID
+	byID.TopicID = f.payments.ID()
 	named.Topics = append(named.Topics, byID)
 	md = f.c.roundTrip(named).(*kmsg.MetadataResponse)
 	if len(md.Topics) != 4 {
@@ -280,7 +280,7 @@ func TestAuthorizeTopicDescribe(t *testing.T) {
 	codeIs(t, "metadata payments", md.Topics[1].ErrorCode, kerr.TopicAuthorizationFailed)
 	codeIs(t, "metadata of a topic that does not exist", md.Topics[2].ErrorCode, kerr.TopicAuthorizationFailed)
 	codeIs(t, "metadata payments by id", md.Topics[3].ErrorCode, kerr.TopicAuthorizationFailed)
-	if md.Topics[3].Topic != nil || md.Topics[3].TopicID != f.payments.ID {
+	if md.Topics[3].Topic != nil || md.Topics[3].TopicID != f.payments.ID() {
 		t.Errorf("refused topic by id: name %v, id %x; want a null name and the id", md.Topics[3].Topic, md.Topics[3].TopicID)
 	}
 	if md.Topics[1].AuthorizedOperations != operationsNotRequested || len(md.Topics[1].Partitions) != 0 {
@@ -451,7 +451,7 @@ func TestAuthorizeAdmin(t *testing.T) {
 
 	dt := kmsg.NewPtrDeleteTopicsRequest()
 	dt.SetVersion(6)
-	dt.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr("payments")}, {TopicID: f.orders.ID}}
+	dt.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr("payments")}, {TopicID: f.orders.ID()}}
 	dts := f.c.roundTrip(dt).(*kmsg.DeleteTopicsResponse)
 	codeIs(t, "delete payments", dts.Topics[0].ErrorCode, kerr.TopicAuthorizationFailed)
 	codeIs(t, "delete orders by id", dts.Topics[1].ErrorCode, kerr.TopicAuthorizationFailed)

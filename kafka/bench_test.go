@@ -60,7 +60,7 @@ func BenchmarkFetchRequest(b *testing.B) {
 	}
 	for _, v := range []int16{12, 13} {
 		b.Run(map[int16]string{12: "v12", 13: "v13"}[v], func(b *testing.B) {
-			frame := encodeRequest(fetchRequest(v, "bench", tp.ID, 0, 1<<20), 1)[4:]
+			frame := encodeRequest(fetchRequest(v, "bench", tp.ID(), 0, 1<<20), 1)[4:]
 			var written atomic.Int64
 			c := benchConnCounting(s, &written)
 			if err := c.handle(frame); err != nil {
@@ -136,7 +136,7 @@ func BenchmarkFetchFanout(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	frame := encodeRequest(fetchRequest(12, "fanout", tp.ID, 0, 64<<10), 1)[4:]
+	frame := encodeRequest(fetchRequest(12, "fanout", tp.ID(), 0, 64<<10), 1)[4:]
 	for _, on := range []bool{false, true} {
 		name := map[bool]string{false: "coalescing=off", true: "coalescing=on"}[on]
 		b.Run(name, func(b *testing.B) {

@@ -21,7 +21,7 @@ func TestClosedConnectionEndsItsLongPoll(t *testing.T) {
 	const clients = 8
 	for range clients {
 		c := dial(t, addr)
-		req := fetchRequest(12, "quiet", tp.ID, 0, 1<<20)
+		req := fetchRequest(12, "quiet", tp.ID(), 0, 1<<20)
 		req.MinBytes, req.MaxWaitMillis = 1, int32((10 * time.Minute).Milliseconds())
 		c.send(req)
 		// The request is read and waiting before the client leaves.

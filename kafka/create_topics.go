@@ -66,9 +66,9 @@ func (s *Server) handleCreateTopics(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 			resp.Topics = append(resp.Topics, st)
 			continue
 		}
-		st.TopicID = t.ID
+		st.TopicID = t.ID()
 		st.NumPartitions = int32(len(t.Partitions()))
-		st.ReplicationFactor = t.ReplicationFactor
+		st.ReplicationFactor = int16(t.Record().ReplicationFactor())
 		if !auth.topicQuietly(kmsg.ACLOperationDescribeConfigs, rt.Topic) {
 			st.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
 			resp.Topics = append(resp.Topics, st)

@@ -52,7 +52,7 @@ func (s *Server) handleDeleteTopics(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 				err = kerr.TopicAuthorizationFailed
 			default:
 				if t != nil {
-					st.TopicID = t.ID
+					st.TopicID = t.ID()
 				}
 				if err = mutations.check(); err != nil {
 					break
@@ -62,10 +62,10 @@ func (s *Server) handleDeleteTopics(c *clientConn, kreq kmsg.Request) (kmsg.Resp
 				}
 			}
 		case rt.TopicID != [16]byte{}:
-			if t := s.topics.TopicByID(controller.TopicID(rt.TopicID)); t != nil && !mayDelete(t.Name) {
+			if t := s.topics.TopicByID(controller.TopicID(rt.TopicID)); t != nil && !mayDelete(t.Name()) {
 				err = kerr.TopicAuthorizationFailed
-				if auth.topicQuietly(kmsg.ACLOperationDescribe, t.Name) {
-					st.Topic = kmsg.StringPtr(t.Name)
+				if auth.topicQuietly(kmsg.ACLOperationDescribe, t.Name()) {
+					st.Topic = kmsg.StringPtr(t.Name())
 				}
 				break
 			}

@@ -315,7 +315,7 @@ func fetchAllowed(req *kmsg.FetchRequest, rt *kmsg.FetchRequestTopic, t *broker.
 	case fetchFromReplica(req):
 		return replicaAllowed
 	case req.Version >= 13:
-		return t == nil || auth.topic(kmsg.ACLOperationRead, t.Name)
+		return t == nil || auth.topic(kmsg.ACLOperationRead, t.Name())
 	default:
 		return auth.topic(kmsg.ACLOperationRead, rt.Topic)
 	}

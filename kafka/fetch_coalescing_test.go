@@ -61,7 +61,7 @@ func TestFetchCoalescingByteIdentical(t *testing.T) {
 	for _, v := range []int16{4, 11, 12, 13, 16} {
 		for _, offset := range []int64{0, 1, 4, 5, 15, 99} {
 			for _, maxBytes := range []int32{1, 200, 5000, 1 << 20} {
-				reqs = append(reqs, fetchRequest(v, "fanout", tp.ID, offset, maxBytes))
+				reqs = append(reqs, fetchRequest(v, "fanout", tp.ID(), offset, maxBytes))
 			}
 		}
 	}

@@ -123,7 +123,7 @@ func TestTrimTopics(t *testing.T) {
 	}
 	var left []string
 	for _, topic := range fs.b.Topics() {
-		left = append(left, topic.Name)
+		left = append(left, topic.Name())
 	}
 	if len(left) != 1 || left[0] != broker.GroupTopic {
 		t.Fatalf("topics left: %v, want only %s", left, broker.GroupTopic)

@@ -434,8 +434,8 @@ func (fs *fuzzServer) trimTopics(t testing.TB) {
 		return
 	}
 	for _, topic := range created {
-		if err := fs.b.DeleteTopic(topic.Name); err != nil {
-			t.Fatalf("deleting topic %q the fuzzing created: %v", topic.Name, err)
+		if err := fs.b.DeleteTopic(topic.Name()); err != nil {
+			t.Fatalf("deleting topic %q the fuzzing created: %v", topic.Name(), err)
 		}
 	}
 }

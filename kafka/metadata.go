@@ -61,7 +61,7 @@ func (s *Server) handleMetadata(c *clientConn, kreq kmsg.Request) (kmsg.Response
 	if all {
 		for _, t := range s.topics.Topics() {
 			// Left out, as if they did not exist.
-			if auth.topicQuietly(kmsg.ACLOperationDescribe, t.Name) {
+			if auth.topicQuietly(kmsg.ACLOperationDescribe, t.Name()) {
 				resp.Topics = append(resp.Topics, s.topicMetadata(t))
 			}
 		}
@@ -96,7 +96,7 @@ func (s *Server) requestedTopicMetadata(auth *requestAuthorizer, rt kmsg.Metadat
 		if t = b.TopicByID(controller.TopicID(rt.TopicID)); t == nil {
 			err = kerr.UnknownTopicID
 			rt.Topic = nil
-		} else if !auth.topic(kmsg.ACLOperationDescribe, t.Name) {
+		} else if !auth.topic(kmsg.ACLOperationDescribe, t.Name()) {
 			// Kafka does not count topic IDs as secret: the refusal
 			// carries the ID, but not the name.
 			t, err, rt.Topic = nil, kerr.TopicAuthorizationFailed, nil
@@ -200,9 +200,9 @@ func (s *Server) brokerEntry(c *clientConn) kmsg.MetadataResponseBroker {
 }
 
 func (s *Server) topicMetadata(t *broker.Topic) kmsg.MetadataResponseTopic {
-	name := t.Name
+	name := t.Name()
 	mt := kmsg.NewMetadataResponseTopic()
-	mt.Topic, mt.TopicID, mt.IsInternal = &name, t.ID, t.Internal()
+	mt.Topic, mt.TopicID, mt.IsInternal = &name, t.ID(), t.Internal()
 	for _, p := range s.cluster.PartitionInfos(t) {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition, mp.Leader, mp.LeaderEpoch = p.Partition, p.Leader, p.LeaderEpoch

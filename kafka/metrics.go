@@ -128,14 +128,14 @@ func (tt *topicTraffic) Describe(ch chan<- *prometheus.Desc) {
 func (tt *topicTraffic) Collect(ch chan<- prometheus.Metric) {
 	tt.byTopic.Range(func(k, v any) bool {
 		t := k.(*broker.Topic)
-		if tt.topics.Topic(t.Name) != t {
+		if tt.topics.Topic(t.Name()) != t {
 			tt.byTopic.Delete(t)
 			return true
 		}
 		c := v.(*topicCounters)
-		ch <- prometheus.MustNewConstMetric(tt.bytesIn, prometheus.CounterValue, float64(c.bytesIn.Load()), t.Name)
-		ch <- prometheus.MustNewConstMetric(tt.bytesOut, prometheus.CounterValue, float64(c.bytesOut.Load()), t.Name)
-		ch <- prometheus.MustNewConstMetric(tt.recordsIn, prometheus.CounterValue, float64(c.recordsIn.Load()), t.Name)
+		ch <- prometheus.MustNewConstMetric(tt.bytesIn, prometheus.CounterValue, float64(c.bytesIn.Load()), t.Name())
+		ch <- prometheus.MustNewConstMetric(tt.bytesOut, prometheus.CounterValue, float64(c.bytesOut.Load()), t.Name())
+		ch <- prometheus.MustNewConstMetric(tt.recordsIn, prometheus.CounterValue, float64(c.recordsIn.Load()), t.Name())
 		return true
 	})
 }

@@ -97,7 +97,7 @@ func TestTopicTrafficCounters(t *testing.T) {
 	// Fetch by name (v12) and by topic ID (v13): each returns both batches.
 	var fetched int
 	for _, v := range []int16{12, 13} {
-		resp := c.roundTrip(fetchRequest(v, "traffic", tp.ID, 0, 1<<20)).(*kmsg.FetchResponse)
+		resp := c.roundTrip(fetchRequest(v, "traffic", tp.ID(), 0, 1<<20)).(*kmsg.FetchResponse)
 		sp := resp.Topics[0].Partitions[0]
 		if sp.ErrorCode != 0 || len(sp.RecordBatches) != len(first)+len(second) {
 			t.Fatalf("fetch v%d: error %d, %d bytes, want both batches", v, sp.ErrorCode, len(sp.RecordBatches))

@@ -50,7 +50,7 @@ func TestOffsetForLeaderEpoch(t *testing.T) {
 			t.Fatalf("produce: error %d", code)
 		}
 	}
-	fresp := c.roundTrip(fetchRequest(13, "", tp.ID, 0, 1<<20)).(*kmsg.FetchResponse)
+	fresp := c.roundTrip(fetchRequest(13, "", tp.ID(), 0, 1<<20)).(*kmsg.FetchResponse)
 	fp := fresp.Topics[0].Partitions[0]
 	var rb kmsg.RecordBatch
 	if err := rb.ReadFrom(fp.RecordBatches); err != nil || fp.ErrorCode != 0 {

@@ -35,7 +35,7 @@ func TestPipelinedProduceWithOtherAPIs(t *testing.T) {
 	p2 := produceRequest(9, -1, "mixed", logtest.Batch{Records: 2}.Encode())
 	lo := latestOffsetRequest("mixed")
 	p3 := produceRequest(9, 1, "mixed", logtest.Batch{Records: 4}.Encode())
-	fetch := fetchRequest(12, "mixed", tp.ID, 0, 1<<20)
+	fetch := fetchRequest(12, "mixed", tp.ID(), 0, 1<<20)
 	var corr []int32
 	for _, req := range []kmsg.Request{p1, p2, lo, p3, fetch} {
 		corr = append(corr, c.send(req))

@@ -116,7 +116,7 @@ func (s *Server) startProduce(c *clientConn, req *kmsg.ProduceRequest) (*kmsg.Pr
 		name, topicErr := rt.Topic, reqErr
 		if topicErr == nil && version >= 13 {
 			if t := s.topics.TopicByID(controller.TopicID(rt.TopicID)); t != nil {
-				name = t.Name
+				name = t.Name()
 			} else {
 				topicErr = kerr.UnknownTopicID
 			}

@@ -158,7 +158,7 @@ func TestProduceFetchEveryVersion(t *testing.T) {
 	var offset int64
 	for v := int16(3); v <= 13; v++ {
 		req := produceRequest(v, -1, "rt", logtest.Batch{Records: 2, ValueSize: 10}.Encode())
-		req.Topics[0].TopicID = tp.ID
+		req.Topics[0].TopicID = tp.ID()
 		resp := c.roundTrip(req).(*kmsg.ProduceResponse)
 		sp := resp.Topics[0].Partitions[0]
 		if sp.ErrorCode != 0 || sp.BaseOffset != offset {
@@ -167,7 +167,7 @@ func TestProduceFetchEveryVersion(t *testing.T) {
 		offset += 2
 	}
 	for v := int16(4); v <= 18; v++ {
-		resp := c.roundTrip(fetchRequest(v, "rt", tp.ID, 0, 1<<20)).(*kmsg.FetchResponse)
+		resp := c.roundTrip(fetchRequest(v, "rt", tp.ID(), 0, 1<<20)).(*kmsg.FetchResponse)
 		sp := resp.Topics[0].Partitions[0]
 		if sp.ErrorCode != 0 || sp.HighWatermark != offset {
 			t.Fatalf("fetch v%d: error %d hwm %d", v, sp.ErrorCode, sp.HighWatermark)
@@ -175,7 +175,7 @@ func TestProduceFetchEveryVersion(t *testing.T) {
 		if n := countRecords(t, sp.RecordBatches); n != int(offset) {
 			t.Fatalf("fetch v%d: %d records, want %d", v, n, offset)
 		}
-		if v >= 13 && resp.Topics[0].TopicID != tp.ID {
+		if v >= 13 && resp.Topics[0].TopicID != tp.ID() {
 			t.Fatalf("fetch v%d: topic id not echoed", v)
 		}
 	}
@@ -234,7 +234,7 @@ func TestFetchSessions(t *testing.T) {
 	_, b, addr := startServer(t)
 	tp, _ := b.CreateTopic(broker.CreateTopicRequest{Name: "sess", Partitions: 1})
 	c := dial(t, addr)
-	req := fetchRequest(12, "sess", tp.ID, 0, 1000)
+	req := fetchRequest(12, "sess", tp.ID(), 0, 1000)
 	req.SessionID, req.SessionEpoch = 0, 0 // asks for a session
 	resp := c.roundTrip(req).(*kmsg.FetchResponse)
 	if resp.ErrorCode != 0 || resp.SessionID != 0 || len(resp.Topics) != 1 {
@@ -272,7 +272,7 @@ func TestMetadataByTopicID(t *testing.T) {
 	empty := ""
 	req := kmsg.NewPtrMetadataRequest()
 	req.SetVersion(13)
-	req.Topics = []kmsg.MetadataRequestTopic{{TopicID: tp.ID, Topic: &empty}, {TopicID: [16]byte{9}, Topic: &empty}}
+	req.Topics = []kmsg.MetadataRequestTopic{{TopicID: tp.ID(), Topic: &empty}, {TopicID: [16]byte{9}, Topic: &empty}}
 	resp := c.roundTrip(req).(*kmsg.MetadataResponse)
 	if got := resp.Topics[0]; got.ErrorCode != 0 || got.Topic == nil || *got.Topic != "byid" || len(got.Partitions) != 2 {
 		t.Fatalf("known id: error %d name %v partitions %d", got.ErrorCode, got.Topic, len(got.Partitions))

@@ -225,7 +225,7 @@ func TestFetchThrottled(t *testing.T) {
 	setQuota(t, b, controller.QuotaConsumerByteRate, 500)
 	fetch := func(offset int64) (*kmsg.FetchResponse, time.Duration) {
 		start := time.Now()
-		resp := c.roundTrip(fetchRequest(12, "fq", tp.ID, offset, 1<<20)).(*kmsg.FetchResponse)
+		resp := c.roundTrip(fetchRequest(12, "fq", tp.ID(), offset, 1<<20)).(*kmsg.FetchResponse)
 		return resp, time.Since(start)
 	}
 	// max_bytes is capped at 500 × 10 s: the first fetch returns one
