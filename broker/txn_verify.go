@@ -113,7 +113,7 @@ func (p *Partition) proposeTxnBatch(ctx context.Context, pid int64, epoch int16,
 	case verr != nil:
 		return proposedEntry{}, true, verr
 	case lost:
-		return proposedEntry{}, true, fmt.Errorf("%w: %s/%d: producer %d: %w", kerr.InvalidTxnState, p.topic.Name, p.Index, pid, errVerificationGuardLost)
+		return proposedEntry{}, true, fmt.Errorf("%w: %s/%d: producer %d: %w", kerr.InvalidTxnState, p.topic.Name(), p.Index, pid, errVerificationGuardLost)
 	}
 	pe, err = p.propose(ctx, entry)
 	return pe, true, err
@@ -342,7 +342,7 @@ func (pp *ProducePath) proposeTxnBatch(ctx context.Context, p *Partition, h log.
 	verify := func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, txnVerifyTimeout)
 		defer cancel()
-		code = pp.verifyTxn(ctx, opts.TransactionalID, h.ProducerID, h.ProducerEpoch, txn.TopicPartition{Topic: p.topic.Name, Partition: p.Index})
+		code = pp.verifyTxn(ctx, opts.TransactionalID, h.ProducerID, h.ProducerEpoch, txn.TopicPartition{Topic: p.topic.Name(), Partition: p.Index})
 		return verificationError(code, opts.Version)
 	}
 	pe, asked, err := p.proposeTxnBatch(ctx, h.ProducerID, h.ProducerEpoch, entry, verify)
