@@ -92,6 +92,13 @@ func (lt *leaderTracking) record(node int32, end, leaderEnd int64, now time.Time
 	f.end, f.prevAt, f.leaderEndAtPrev = end, now, leaderEnd
 }
 
+// forget drops what the leader knows of node's progress.
+func (lt *leaderTracking) forget(node int32) {
+	lt.mu.Lock()
+	delete(lt.followers, node)
+	lt.mu.Unlock()
+}
+
 // isr lists the replicas in sync at now, in replica order. A follower
 // not heard from since the leadership began counts from its start, as
 // Kafka's new leader does with its ISR.

@@ -153,6 +153,11 @@ func (rs *Replicas) handOver(p *Partition, cp controller.Partition, v *controlle
 }
 
 func (rs *Replicas) changeMember(p *Partition, id int32, change string, do func(context.Context) error) bool {
+	// A replica joining or leaving the group starts again from no
+	// progress: what it reported as an earlier member (its log level with
+	// this leader's) says nothing of whether it is fetching now, and would
+	// let a reassignment count a paused or dead broker as caught up.
+	p.tracking.forget(id)
 	ctx, cancel := context.WithTimeout(context.Background(), replicaOpTimeout)
 	defer cancel()
 	if err := do(ctx); err != nil {

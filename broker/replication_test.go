@@ -88,6 +88,27 @@ func TestLeaderTrackingKeepsUp(t *testing.T) {
 	}
 }
 
+// A replica that leaves the group and joins again starts from no
+// progress: its reports as the earlier member (level with the leader)
+// do not make it current, so a reassignment back onto a paused broker
+// waits for that broker to report.
+func TestLeaderTrackingForget(t *testing.T) {
+	now := time.Unix(1000, 0)
+	var lt leaderTracking
+	lt.reset(now)
+	lt.record(2, 100, 100, now)
+	if !lt.current(2, 100, now) {
+		t.Fatal("a replica level with the leader is not current")
+	}
+	lt.forget(2)
+	if lt.current(2, 100, now) || lt.caughtUp(2, 100) {
+		t.Fatal("a forgotten replica is still current")
+	}
+	if got := lt.isr(1, []int32{1, 2}, now.Add(time.Hour), time.Minute); len(got) != 1 {
+		t.Fatalf("isr after forget: %v", got)
+	}
+}
+
 // readAll returns every byte of a partition's log.
 func readAll(t *testing.T, p *Partition) []byte {
 	t.Helper()
