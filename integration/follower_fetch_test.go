@@ -171,7 +171,7 @@ func TestFollowerFetching(t *testing.T) {
 	}
 	cancel2()
 
-	checkFollowerReadCommitted(t, bs, racks)
+	checkFollowerReadCommitted(t, bs, leader, racks)
 }
 
 // rawFetch is a Fetch of partition 0 of topic at offset (the client

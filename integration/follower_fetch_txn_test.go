@@ -22,11 +22,14 @@ import (
 // read_committed consumer in that rack, served by the follower, gets
 // exactly the committed records, and the open transaction's records once
 // it commits. racks[i] is node i's rack; bs runs a cluster whose
-// __transaction_state is small enough to create quickly.
-func checkFollowerReadCommitted(t *testing.T, bs []*Broker, racks []string) {
+// __transaction_state is small enough to create quickly; the topic is
+// created through via (a broker the caller's kgo clients have not seen
+// restarted: a request on a connection to a killed broker's old process
+// fails with EOF).
+func checkFollowerReadCommitted(t *testing.T, bs []*Broker, via *Broker, racks []string) {
 	t.Helper()
 	const topic = "follower-txn"
-	createReplicatedTopic(t, bs[0], topic, 1, 3, nil)
+	createReplicatedTopic(t, via, topic, 1, 3, nil)
 	leaders := waitReplicatedLeaders(t, bs, bs, topic, 1, 3, leaderTimeout, nil)
 	leader := bs[leaders[0].Leader]
 	follower := bs[(leaders[0].Leader+1)%3]
