@@ -8,9 +8,9 @@ import (
 
 // Fault kinds aimed at the transactional workload.
 const (
-	FaultKillTxnCoordinator    = "kill -9 transaction coordinator"
-	FaultPauseTxnCoordinator   = "SIGSTOP/SIGCONT transaction coordinator"
-	FaultIsolateTxnCoordinator = "partition: isolate transaction coordinator"
+	FaultKillTxnCoordinator    = "kill -9 txn coordinator"
+	FaultPauseTxnCoordinator   = "SIGSTOP/SIGCONT txn coordinator"
+	FaultIsolateTxnCoordinator = "partition: isolate txn coordinator"
 	FaultKillOutputLeader      = "kill -9 txn output partition leader"
 )
 

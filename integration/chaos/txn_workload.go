@@ -242,6 +242,16 @@ func (w TxnWorkload) session(ctx context.Context, s *kgo.GroupTransactSession, w
 			s.Produce(context.Background(), out, nil)
 		}
 		ectx, cancel := context.WithTimeout(context.Background(), endTxnTimeout)
+		if deliberate {
+			// Sent before the abort, so that the aborted records are in
+			// the output's log for read_committed to skip: End(TryAbort)
+			// would drop records still buffered.
+			if err := s.Client().Flush(ectx); err != nil {
+				cancel()
+				h.end(attempt, TxnUnknown, err)
+				return fmt.Errorf("flushing %s before its abort: %w", attempt, err)
+			}
+		}
 		committed, err := s.End(ectx, kgo.TransactionEndTry(!deliberate))
 		cancel()
 		switch {
