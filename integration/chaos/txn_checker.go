@@ -18,6 +18,10 @@ type TxnFinal struct {
 	// Uncommitted is the output's log read read_uncommitted, aborted
 	// records included (partition -> records).
 	Uncommitted map[int32][]logRecord
+	// OutputBatches is one replica's output log with its markers
+	// (partition -> batches; nil: not read): the committed view must be
+	// what its markers make of it.
+	OutputBatches map[int32][]txnBatch
 	// Open are the transactions the coordinators described as not
 	// ended, polled after the workers stopped.
 	Open []openTxn
@@ -39,8 +43,10 @@ type TxnReport struct {
 	Aborted      int
 	Deliberate   int // aborts the workers asked for
 	Unknown      int // End failed: the outcome is the cluster's
-	Unended      int
-	Restarts     int // worker sessions replaced after a failure
+	// UnknownCommitted: of those, the ones the committed view shows.
+	UnknownCommitted int
+	Unended          int
+	Restarts         int // worker sessions replaced after a failure
 	// OutputCommitted: records in the read_committed view of the output.
 	OutputCommitted int
 	// OutputUncommitted: records in the output's log, aborted included.
@@ -59,7 +65,8 @@ type TxnReport struct {
 	// (c) input records reflected more than once, or never, or output
 	// records naming an input record that is not there.
 	Duplicated, Missing, Bogus int
-	// Read_committed views that differ between brokers.
+	// Read_committed views that differ between brokers, or from what
+	// the markers in the log make of it.
 	ViewsDiffer int
 	// (d) read_committed fetches that returned data at or past the LSO,
 	// or answered an LSO past the high watermark.
@@ -132,6 +139,28 @@ func CheckTxn(h *TxnHistory, f TxnFinal) *TxnReport {
 	}
 
 	nodes := slices.Sorted(maps.Keys(f.Views))
+	if len(nodes) > 0 && f.OutputBatches != nil {
+		ref := f.Views[nodes[0]]
+		for _, p := range slices.Sorted(maps.Keys(f.OutputBatches)) {
+			if diff := firstDifference(markerView(f.OutputBatches[p]), ref[p].Records); diff != "" {
+				r.ViewsDiffer++
+				r.violation("READ_COMMITTED VIEW NOT WHAT THE MARKERS SAY: output partition %d: the log's markers vs node %d's view: %s", p, nodes[0], diff)
+			}
+		}
+		inView := map[string]bool{}
+		for _, v := range ref {
+			for _, rec := range v.Records {
+				if out, err := parseOutput(rec.Value); err == nil {
+					inView[out.Attempt] = true
+				}
+			}
+		}
+		for id, a := range h.attempts {
+			if a.Outcome == TxnUnknown && inView[id] {
+				r.UnknownCommitted++
+			}
+		}
+	}
 	for i, node := range nodes {
 		checkView(r, h, node, f.Views[node], input, i == 0)
 		if i > 0 {
@@ -302,6 +331,7 @@ func (r *TxnReport) Table(faults map[string]int) string {
 	row("transactions aborted", r.Aborted)
 	row("  of them asked for by the worker", r.Deliberate)
 	row("transactions ended with an error", r.Unknown)
+	row("  of them committed, as the output shows", r.UnknownCommitted)
 	row("transactions never ended", r.Unended)
 	row("worker sessions replaced", r.Restarts)
 	row("output records, read_committed", r.OutputCommitted)

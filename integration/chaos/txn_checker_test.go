@@ -62,6 +62,11 @@ func cleanTxnRun() (*TxnHistory, TxnFinal) {
 		},
 		Views:       map[int]map[int32]committedView{0: view(), 1: view(), 2: view()},
 		Uncommitted: map[int32][]logRecord{0: {a0, a1, c0}, 1: {b0, b1, c1}},
+		// A and B are producer 1's, C producer 2's.
+		OutputBatches: map[int32][]txnBatch{
+			0: {txnData(1, a0, a1), marker(2, 1, false), txnData(2, c0), marker(4, 2, false)},
+			1: {txnData(1, b0, b1), marker(2, 1, true), txnData(2, c1), marker(4, 2, false)},
+		},
 		Open: []openTxn{
 			// Open past its timeout, but within the grace after the heal.
 			{ID: "t", State: "Ongoing", Start: healed.Add(-time.Minute), Timeout: 10 * time.Second, SeenAt: healed.Add(20 * time.Second)},
@@ -72,6 +77,27 @@ func cleanTxnRun() (*TxnHistory, TxnFinal) {
 	return h, f
 }
 
+func txnData(producer int64, recs ...logRecord) txnBatch {
+	return txnBatch{FirstOffset: recs[0].Offset, LastOffset: recs[len(recs)-1].Offset, ProducerID: producer, Transactional: true, Records: recs}
+}
+
+func marker(at, producer int64, abort bool) txnBatch {
+	return txnBatch{FirstOffset: at, LastOffset: at, ProducerID: producer, Transactional: true, Control: true, Abort: abort}
+}
+
+// addUnknown adds attempt "w2.0-000000", ended with an error, of input
+// 1/1 "in-4" at output 1/5, producer 3, with a marker at 6.
+func addUnknown(h *TxnHistory, f *TxnFinal, abort, visible bool) {
+	h.begin("w2.0-000000", 2, 1, false)
+	h.end("w2.0-000000", TxnUnknown, errors.New("timed out"))
+	f.Input[1] = append(f.Input[1], logRecord{Offset: 1, Value: "in-4"})
+	d := outRec(5, "w2.0-000000", 1, 1, 1, "in-4")
+	f.OutputBatches[1] = append(f.OutputBatches[1], txnData(3, d), marker(6, 3, abort))
+	if visible {
+		everyView(f, 1, func(v *committedView) { v.Records = append(v.Records, d) })
+	}
+}
+
 func TestCheckTxnAcceptsACleanRun(t *testing.T) {
 	h, f := cleanTxnRun()
 	r := CheckTxn(h, f)
@@ -80,6 +106,12 @@ func TestCheckTxnAcceptsACleanRun(t *testing.T) {
 	}
 	if r.Committed != 2 || r.Aborted != 1 || r.Deliberate != 1 || r.InputRecords != 4 || r.OutputCommitted != 4 || r.OutputUncommitted != 6 || r.AbortedInLog != 2 || r.Observed != 1 || r.Probes != 2 {
 		t.Fatalf("counts: %+v", r)
+	}
+
+	h, f = cleanTxnRun()
+	addUnknown(h, &f, false, true)
+	if r := CheckTxn(h, f); !r.OK() || r.Unknown != 1 || r.UnknownCommitted != 1 {
+		t.Fatalf("a committed transaction of unknown outcome: %q, %+v", r.Violations, r)
 	}
 }
 
@@ -180,6 +212,18 @@ func TestCheckTxnFindsEachViolation(t *testing.T) {
 			},
 			count: func(r *TxnReport) int { return r.Bogus },
 			want:  "BOGUS OUTPUT: node 0, output 0/1 names input 0/1 \"in-1\"; the input has \"in-9\" there",
+		},
+		{
+			name:   "(a) a transaction of unknown outcome visible though its ABORT marker follows it",
+			mutate: func(h *TxnHistory, f *TxnFinal) { addUnknown(h, f, true, true) },
+			count:  func(r *TxnReport) int { return r.ViewsDiffer },
+			want:   "READ_COMMITTED VIEW NOT WHAT THE MARKERS SAY: output partition 1: the log's markers vs node 0's view: 1 records vs 2",
+		},
+		{
+			name:   "a transaction committed by its marker missing from the committed view",
+			mutate: func(h *TxnHistory, f *TxnFinal) { addUnknown(h, f, false, false) },
+			count:  func(r *TxnReport) int { return r.ViewsDiffer },
+			want:   "READ_COMMITTED VIEW NOT WHAT THE MARKERS SAY: output partition 1: the log's markers vs node 0's view: 2 records vs 1",
 		},
 		{
 			name: "a broker's committed view differs",

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -199,4 +200,62 @@ func (c *Cluster) ReadCommittedView(ctx context.Context, id int, topic string, t
 		}
 		offset = next
 	}
+}
+
+// ReadReplicaBatches reads node id's copy of partition p from its start up
+// to end as batches, markers included.
+func (c *Cluster) ReadReplicaBatches(ctx context.Context, id int, topic string, topicID [16]byte, p int32, end int64) ([]txnBatch, error) {
+	var out []txnBatch
+	offset := int64(0)
+	for round := 0; offset < end; round++ {
+		if round == maxFetchRounds {
+			return nil, fmt.Errorf("node %d: %s/%d: still at offset %d of %d after %d fetches", id, topic, p, offset, end, round)
+		}
+		rp, err := c.fetchOnce(ctx, id, topic, topicID, p, offset, 8<<20)
+		if errors.Is(err, kerr.OffsetOutOfRange) && offset == 0 && rp.LogStartOffset > 0 {
+			offset = rp.LogStartOffset
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		batches, next, err := decodeTxnBatches(rp.RecordBatches, offset)
+		if err != nil {
+			return nil, fmt.Errorf("node %d: %s/%d at offset %d: %w", id, topic, p, offset, err)
+		}
+		if next <= offset {
+			return nil, fmt.Errorf("node %d: %s/%d: no records at offset %d below its end %d", id, topic, p, offset, end)
+		}
+		for _, b := range batches {
+			if b.FirstOffset < end {
+				out = append(out, b)
+			}
+		}
+		offset = next
+	}
+	return out, nil
+}
+
+// markerView is what read_committed should return of a partition whose
+// batches are these, by the markers alone: plain records, and the records
+// of each producer's transaction once its COMMIT marker follows; those
+// an ABORT marker ends, or none, are left out.
+func markerView(batches []txnBatch) []logRecord {
+	var out []logRecord
+	pending := map[int64][]logRecord{}
+	for _, b := range batches {
+		switch {
+		case b.Control:
+			if !b.Abort {
+				out = append(out, pending[b.ProducerID]...)
+			}
+			delete(pending, b.ProducerID)
+		case b.Transactional:
+			pending[b.ProducerID] = append(pending[b.ProducerID], b.Records...)
+		default:
+			out = append(out, b.Records...)
+		}
+	}
+	slices.SortFunc(out, func(a, b logRecord) int { return cmp.Compare(a.Offset, b.Offset) })
+	return out
 }

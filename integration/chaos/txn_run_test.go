@@ -99,6 +99,10 @@ func (tr *txnRun) targets() *TxnTargets {
 // partition (the feeder stopped), then stops the workers.
 func (tr *txnRun) drain(t *testing.T, c *Cluster) {
 	t.Helper()
+	start := time.Now()
+	defer func() {
+		t.Logf("transactional workers drained and stopped in %v", time.Since(start).Round(100*time.Millisecond))
+	}()
 	cl, err := kgo.NewClient(c.ClientOpts()...)
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +192,10 @@ func (tr *txnRun) pollOpen(t *testing.T, c *Cluster, healedAt time.Time) []openT
 func (tr *txnRun) check(t *testing.T, c *Cluster, healedAt time.Time, faults map[string]int) *TxnReport {
 	t.Helper()
 	ctx := context.Background()
+	start := time.Now()
 	open := tr.pollOpen(t, c, healedAt)
+	t.Logf("%d open transaction observations in %v", len(open), time.Since(start).Round(100*time.Millisecond))
+	start = time.Now()
 	f := TxnFinal{Open: open, HealedAt: healedAt, Grace: txnGrace, Views: map[int]map[int32]committedView{}}
 	for _, topic := range []string{txnInput, txnOutput} {
 		id, err := c.TopicID(ctx, topic)
@@ -200,18 +207,22 @@ func (tr *txnRun) check(t *testing.T, c *Cluster, healedAt time.Time, faults map
 			t.Fatal(err)
 		}
 		logs := map[int32][]logRecord{}
+		batches := map[int32][]txnBatch{}
 		for p := range int32(txnPartitions) {
-			recs, err := c.ReadReplicaLog(ctx, 0, topic, id, p, ends[p])
+			bs, err := c.ReadReplicaBatches(ctx, 0, topic, id, p, ends[p])
 			if err != nil {
 				t.Fatalf("reading node 0's copy of %s/%d: %v", topic, p, err)
 			}
-			logs[p] = recs
+			batches[p] = bs
+			for _, b := range bs {
+				logs[p] = append(logs[p], b.Records...)
+			}
 		}
 		if topic == txnInput {
 			f.Input = logs
 			continue
 		}
-		f.Uncommitted = logs
+		f.Uncommitted, f.OutputBatches = logs, batches
 		for _, n := range c.Nodes {
 			f.Views[n.ID] = map[int32]committedView{}
 			for p := range int32(txnPartitions) {
@@ -223,6 +234,7 @@ func (tr *txnRun) check(t *testing.T, c *Cluster, healedAt time.Time, faults map
 			}
 		}
 	}
+	t.Logf("transactional topics read back in %v", time.Since(start).Round(100*time.Millisecond))
 	r := CheckTxn(tr.h, f)
 	t.Logf("transactional summary:\n%s", r.Table(faults))
 	if r.Committed == 0 || r.Aborted == 0 || r.InputRecords == 0 || r.OutputCommitted == 0 || r.AbortedInLog == 0 {
