@@ -46,13 +46,14 @@ type TxnReport struct {
 	// UnknownCommitted: of those, the ones the committed view shows.
 	UnknownCommitted int
 	Unended          int
+	Abandoned        int // left open for the coordinator's timeout to abort
 	Restarts         int // worker sessions replaced after a failure
 	// OutputCommitted: records in the read_committed view of the output.
 	OutputCommitted int
 	// OutputUncommitted: records in the output's log, aborted included.
 	OutputUncommitted int
-	// AbortedInLog: records of known-aborted attempts in the output's
-	// log: proof the aborts wrote data that read_committed must hide.
+	// AbortedInLog: records of known-aborted (or abandoned) attempts in
+	// the output's log: proof the aborts wrote data that read_committed must hide.
 	AbortedInLog int
 	Observed     int // records the read_committed consumer was served
 	Probes       int // read_committed fetches checked against the LSO
@@ -115,6 +116,8 @@ func CheckTxn(h *TxnHistory, f TxnFinal) *TxnReport {
 			}
 		case TxnUnknown:
 			r.Unknown++
+		case TxnAbandoned:
+			r.Abandoned++
 		default:
 			r.Unended++
 		}
@@ -131,7 +134,7 @@ func CheckTxn(h *TxnHistory, f TxnFinal) *TxnReport {
 		for _, rec := range f.Uncommitted[p] {
 			r.OutputUncommitted++
 			if out, err := parseOutput(rec.Value); err == nil {
-				if a, ok := h.attempts[out.Attempt]; ok && a.Outcome == TxnAborted {
+				if a, ok := h.attempts[out.Attempt]; ok && hidden(a.Outcome) {
 					r.AbortedInLog++
 				}
 			}
@@ -186,7 +189,7 @@ func CheckTxn(h *TxnHistory, f TxnFinal) *TxnReport {
 		}
 		for _, s := range h.observed {
 			if out, err := parseOutput(s.Value); err == nil {
-				if a, ok := h.attempts[out.Attempt]; ok && a.Outcome == TxnAborted {
+				if a, ok := h.attempts[out.Attempt]; ok && hidden(a.Outcome) {
 					r.AbortedVisible++
 					r.violation("ABORTED VISIBLE: the read_committed consumer was served %q at output %d/%d, of aborted transaction %s", s.Value, s.Partition, s.Offset, out.Attempt)
 					continue
@@ -259,9 +262,9 @@ func checkView(r *TxnReport, h *TxnHistory, node int, view map[int32]committedVi
 				r.violation("BOGUS OUTPUT: node %d, output %s: %v", node, at, err)
 				continue
 			}
-			if a, ok := h.attempts[out.Attempt]; ok && a.Outcome == TxnAborted {
+			if a, ok := h.attempts[out.Attempt]; ok && hidden(a.Outcome) {
 				r.AbortedVisible++
-				r.violation("ABORTED VISIBLE: node %d, output %s: %q of aborted transaction %s (deliberate %v)", node, at, rec.Value, out.Attempt, a.Deliberate)
+				r.violation("ABORTED VISIBLE: node %d, output %s: %q of %s transaction %s (deliberate %v)", node, at, rec.Value, a.Outcome, out.Attempt, a.Deliberate)
 			}
 			members[out.Attempt]++
 			declared[out.Attempt] = out.N
@@ -333,6 +336,7 @@ func (r *TxnReport) Table(faults map[string]int) string {
 	row("transactions ended with an error", r.Unknown)
 	row("  of them committed, as the output shows", r.UnknownCommitted)
 	row("transactions never ended", r.Unended)
+	row("transactions abandoned for their timeout", r.Abandoned)
 	row("worker sessions replaced", r.Restarts)
 	row("output records, read_committed", r.OutputCommitted)
 	row("output records, read_uncommitted", r.OutputUncommitted)

@@ -142,6 +142,16 @@ func TestCheckTxnFindsEachViolation(t *testing.T) {
 			want:  "ABORTED VISIBLE: node 0, output 1/0",
 		},
 		{
+			name: "(a) a record of a transaction left for its timeout in the committed view",
+			mutate: func(h *TxnHistory, f *TxnFinal) {
+				h.begin("x0", -1, 1, false)
+				h.end("x0", TxnAbandoned, nil)
+				everyView(f, 1, func(v *committedView) { v.Records = append(v.Records, outRec(5, "x0", 1, 0, 0, "in-0")) })
+			},
+			count: func(r *TxnReport) int { return r.AbortedVisible },
+			want:  "ABORTED VISIBLE: node 0, output 1/5: \"x0|1|0/0|in-0\" of abandoned transaction x0",
+		},
+		{
 			name: "(a) the read_committed consumer was served an aborted record",
 			mutate: func(h *TxnHistory, _ *TxnFinal) {
 				h.observe(seenRecord{Consumer: -1, Partition: 1, Offset: 0, Value: outRec(0, txnB, 2, 0, 2, "in-2").Value})

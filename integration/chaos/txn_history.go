@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -19,7 +20,15 @@ const (
 	TxnUnknown = "unknown"
 	// TxnUnended: the worker stopped or failed before calling End.
 	TxnUnended = "unended"
+	// TxnAbandoned: the producer sent the records and closed without
+	// ending the transaction; only the coordinator's timeout ends it, and
+	// it must abort it.
+	TxnAbandoned = "abandoned"
 )
+
+// hidden reports whether records of a transaction with this outcome
+// must never be visible to read_committed.
+func hidden(outcome string) bool { return outcome == TxnAborted || outcome == TxnAbandoned }
 
 // txnAttempt is one transaction a worker began.
 type txnAttempt struct {
@@ -68,6 +77,7 @@ type TxnHistory struct {
 	observed    []seenRecord
 	probes      []lsoProbe
 	restarts    int
+	abandoned   []string // transactional ids of abandoned transactions
 }
 
 // NewTxnHistory returns an empty history.
@@ -123,6 +133,20 @@ func (h *TxnHistory) probe(p lsoProbe) {
 	h.mu.Lock()
 	h.probes = append(h.probes, p)
 	h.mu.Unlock()
+}
+
+func (h *TxnHistory) abandon(txnID string) {
+	h.mu.Lock()
+	h.abandoned = append(h.abandoned, txnID)
+	h.mu.Unlock()
+}
+
+// AbandonedIDs are the transactional ids whose transactions were left
+// for their timeouts.
+func (h *TxnHistory) AbandonedIDs() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.abandoned)
 }
 
 func (h *TxnHistory) restart() {

@@ -67,6 +67,7 @@ func startTxn(t *testing.T, c *Cluster) *txnRun {
 			Input: txnInput, Output: txnOutput, Partitions: txnPartitions, Group: txnGroup,
 			TransactionalIDs: ids, TxnTimeout: txnTimeout, AbortEvery: 5,
 			FeedPace: 20 * time.Millisecond, MaxRecordsPerTxn: 50, MaxWorkerIncarnations: 100,
+			AbandonEvery: 10 * time.Second, AbandonPrefix: "chaos-txn-abandoned", AbandonTimeout: 3 * time.Second,
 		},
 		h: NewTxnHistory(),
 	}
@@ -156,7 +157,7 @@ func (tr *txnRun) pollOpen(t *testing.T, c *Cluster, healedAt time.Time) []openT
 	deadline := time.Now().Add(2*(txnTimeout+txnGrace) + 30*time.Second)
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		described, err := adm.DescribeTransactions(ctx, tr.w.TransactionalIDs...)
+		described, err := adm.DescribeTransactions(ctx, append(slices.Clone(tr.w.TransactionalIDs), tr.h.AbandonedIDs()...)...)
 		cancel()
 		if err != nil {
 			t.Logf("describing the transactions: %v", err)
@@ -237,8 +238,8 @@ func (tr *txnRun) check(t *testing.T, c *Cluster, healedAt time.Time, faults map
 	t.Logf("transactional topics read back in %v", time.Since(start).Round(100*time.Millisecond))
 	r := CheckTxn(tr.h, f)
 	t.Logf("transactional summary:\n%s", r.Table(faults))
-	if r.Committed == 0 || r.Aborted == 0 || r.InputRecords == 0 || r.OutputCommitted == 0 || r.AbortedInLog == 0 {
-		t.Errorf("the transactional workload did not run: %d committed, %d aborted, %d input records, %d output records, %d aborted records in the log", r.Committed, r.Aborted, r.InputRecords, r.OutputCommitted, r.AbortedInLog)
+	if r.Committed == 0 || r.Aborted == 0 || r.Abandoned == 0 || r.InputRecords == 0 || r.OutputCommitted == 0 || r.AbortedInLog == 0 {
+		t.Errorf("the transactional workload did not run: %d committed, %d aborted, %d abandoned, %d input records, %d output records, %d aborted records in the log", r.Committed, r.Aborted, r.Abandoned, r.InputRecords, r.OutputCommitted, r.AbortedInLog)
 	}
 	if !r.OK() {
 		t.Errorf("transactional invariants violated:\n  %s", strings.Join(r.Violations, "\n  "))

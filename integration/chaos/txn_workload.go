@@ -19,8 +19,10 @@ import (
 // consume the input read_committed, write one output record per input
 // record and commit their group offsets in the same transaction (every
 // AbortEvery-th transaction they abort instead), a read_committed
-// consumer of the output, and a prober of the output's read_committed
-// fetches.
+// consumer of the output, a prober of the output's read_committed
+// fetches, and an abandoner that now and then begins a transaction of a
+// new transactional id, writes to the output and leaves it open for the
+// coordinator's timeout to abort.
 type TxnWorkload struct {
 	Input, Output         string
 	Partitions            int32 // of each of Input and Output
@@ -31,6 +33,11 @@ type TxnWorkload struct {
 	FeedPace              time.Duration
 	MaxRecordsPerTxn      int
 	MaxWorkerIncarnations int
+	// AbandonEvery is the abandoner's pace (0: none); the ids are
+	// "<AbandonPrefix>-<n>", the timeout AbandonTimeout.
+	AbandonEvery   time.Duration
+	AbandonPrefix  string
+	AbandonTimeout time.Duration
 }
 
 // endTxnTimeout bounds one End of a transaction: its flush, offset
@@ -45,7 +52,8 @@ type txnRunning struct {
 	clients            []*kgo.Client
 }
 
-// StopFeeder ends the input and waits (bounded) for its last records.
+// StopFeeder ends the input and the abandoner and waits (bounded) for
+// their last records.
 func (r *txnRunning) StopFeeder() { r.feedStop(); r.feedDone.Wait() }
 
 // StopWorkers ends the workers (each finishing its current transaction),
@@ -80,6 +88,9 @@ func (w TxnWorkload) Start(c *Cluster, h *TxnHistory, logf func(string, ...any))
 	}
 	r.clients = append(r.clients, feeder)
 	r.feedDone.Go(func() { w.feed(fctx, feeder, h, logf) })
+	if w.AbandonEvery > 0 {
+		r.feedDone.Go(func() { w.abandon(fctx, c, h, logf) })
+	}
 	for i, id := range w.TransactionalIDs {
 		r.workDone.Go(func() { w.work(wctx, c, i, id, h, logf) })
 	}
@@ -328,5 +339,57 @@ func (w TxnWorkload) probeLSO(ctx context.Context, c *Cluster, h *TxnHistory) {
 		}
 		h.probe(lsoProbe{Node: n.ID, Partition: p, FetchOffset: at, LastStable: rp.LastStableOffset, HighWatermark: rp.HighWatermark, LastDataOffset: last})
 		next[key] = end
+	}
+}
+
+// abandon begins a transaction of a new transactional id every
+// AbandonEvery, writes three records of it to the output and closes the
+// client without ending it: the coordinator must abort it when its
+// timeout passes (also when the coordinator moved meanwhile), and
+// read_committed must never show its records.
+func (w TxnWorkload) abandon(ctx context.Context, c *Cluster, h *TxnHistory, logf func(string, ...any)) {
+	tick := time.NewTicker(w.AbandonEvery)
+	defer tick.Stop()
+	for k := 0; ; k++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		id := fmt.Sprintf("%s-%d", w.AbandonPrefix, k)
+		cl, err := kgo.NewClient(append(c.ClientOpts(),
+			kgo.TransactionalID(id),
+			kgo.TransactionTimeout(w.AbandonTimeout),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.ProducerBatchCompression(kgo.NoCompression()),
+			kgo.RecordDeliveryTimeout(10*time.Second),
+		)...)
+		if err != nil {
+			logf("txn abandoner: %v", err)
+			continue
+		}
+		if err := cl.BeginTransaction(); err != nil {
+			logf("txn abandoner: %s: begin: %v", id, err)
+			cl.Close()
+			continue
+		}
+		attempt := fmt.Sprintf("x%d", k)
+		const n = 3
+		h.begin(attempt, -1, n, false)
+		h.end(attempt, TxnAbandoned, nil)
+		h.abandon(id)
+		// Names the first input record: were it visible, it would also
+		// count as that record reflected twice.
+		in := &kgo.Record{Partition: 0, Offset: 0, Value: []byte(fmt.Sprintf("in-%09d", 0))}
+		var recs []*kgo.Record
+		for i := range n {
+			recs = append(recs, &kgo.Record{Topic: w.Output, Partition: int32(k+i) % w.Partitions, Key: []byte(attempt), Value: []byte(outputValue(attempt, n, in))})
+		}
+		pctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		if err := cl.ProduceSync(pctx, recs...).FirstErr(); err != nil {
+			logf("txn abandoner: %s: produce: %v", id, err)
+		}
+		cancel()
+		cl.Close()
 	}
 }
