@@ -77,6 +77,59 @@ type TxnReport struct {
 	StaleOpen int
 
 	Violations []string
+
+	// located: attempt -> where its records are in the output's log;
+	// byInput: input record -> the records naming it there.
+	located map[string][]string
+	byInput map[inputKey][]string
+}
+
+// locate finds each attempt's records in the output's batches, with the
+// producer, epoch-less, and the marker that ended its transaction there.
+func locate(batches map[int32][]txnBatch) (map[string][]string, map[inputKey][]string) {
+	out, byInput := map[string][]string{}, map[inputKey][]string{}
+	for _, p := range slices.Sorted(maps.Keys(batches)) {
+		bs := batches[p]
+		for i, b := range bs {
+			if b.Control {
+				continue
+			}
+			end := "not transactional"
+			if b.Transactional {
+				end = "no marker after it"
+				for _, m := range bs[i+1:] {
+					if m.Control && m.ProducerID == b.ProducerID {
+						end = fmt.Sprintf("COMMIT at %d", m.FirstOffset)
+						if m.Abort {
+							end = fmt.Sprintf("ABORT at %d", m.FirstOffset)
+						}
+						break
+					}
+				}
+			}
+			for _, rec := range b.Records {
+				if o, err := parseOutput(rec.Value); err == nil {
+					out[o.Attempt] = append(out[o.Attempt], fmt.Sprintf("%d/%d producer %d, %s", p, rec.Offset, b.ProducerID, end))
+					k := inputKey{o.InputPart, o.InputOff}
+					byInput[k] = append(byInput[k], fmt.Sprintf("%s at %d/%d producer %d, %s", o.Attempt, p, rec.Offset, b.ProducerID, end))
+				}
+			}
+		}
+	}
+	return out, byInput
+}
+
+// describe is what is known of attempt id, for a violation.
+func (r *TxnReport) describe(h *TxnHistory, id string) string {
+	a, ok := h.attempts[id]
+	if !ok {
+		return "not in the history"
+	}
+	s := fmt.Sprintf("outcome %s", a.Outcome)
+	if a.Err != "" {
+		s += " (" + a.Err + ")"
+	}
+	return fmt.Sprintf("%s; produced %v; in the log: %v", s, a.Produced, r.located[id])
 }
 
 func (r *TxnReport) violation(format string, args ...any) {
@@ -141,6 +194,7 @@ func CheckTxn(h *TxnHistory, f TxnFinal) *TxnReport {
 		}
 	}
 
+	r.located, r.byInput = locate(f.OutputBatches)
 	nodes := slices.Sorted(maps.Keys(f.Views))
 	if len(nodes) > 0 && f.OutputBatches != nil {
 		ref := f.Views[nodes[0]]
@@ -283,20 +337,20 @@ func checkView(r *TxnReport, h *TxnHistory, node int, view map[int32]committedVi
 		}
 		if members[id] != want {
 			r.Partial++
-			r.violation("PARTIAL TRANSACTION: node %d: %d of the %d records of %s are visible", node, members[id], want, id)
+			r.violation("PARTIAL TRANSACTION: node %d: %d of the %d records of %s are visible; %s", node, members[id], want, id, r.describe(h, id))
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(h.attempts)) {
 		if a := h.attempts[id]; a.Outcome == TxnCommitted && members[id] == 0 {
 			r.Partial++
-			r.violation("COMMITTED TRANSACTION MISSING: node %d: none of the %d records of %s, reported committed, are visible", node, a.Records, id)
+			r.violation("COMMITTED TRANSACTION MISSING: node %d: none of the %d records of %s, reported committed, are visible; %s", node, a.Records, id, r.describe(h, id))
 		}
 	}
 	for _, k := range slices.SortedFunc(maps.Keys(input), compareInputKeys) {
 		switch outs := reflected[k]; {
 		case len(outs) == 0:
 			r.Missing++
-			r.violation("INPUT NOT REFLECTED: node %d: input %d/%d %q has no committed output", node, k.Partition, k.Offset, input[k])
+			r.violation("INPUT NOT REFLECTED: node %d: input %d/%d %q has no committed output; in the log: %v", node, k.Partition, k.Offset, input[k], r.byInput[k])
 		case len(outs) > 1:
 			r.Duplicated++
 			r.violation("INPUT REFLECTED TWICE: node %d: input %d/%d %q at output %s", node, k.Partition, k.Offset, input[k], strings.Join(outs, ", "))

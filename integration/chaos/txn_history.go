@@ -1,9 +1,12 @@
 package chaos
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Outcomes of one transaction attempt as its worker learned it.
@@ -38,6 +41,9 @@ type txnAttempt struct {
 	Deliberate bool // the worker asked for an abort
 	Outcome    string
 	Err        string
+	// Produced are where the records' produce acknowledgements put
+	// them, or their errors: what a violation's report shows.
+	Produced []string
 }
 
 // lsoProbe is one read_committed fetch of an output partition sent to one
@@ -121,6 +127,21 @@ func (h *TxnHistory) end(id, outcome string, err error) {
 	if err != nil {
 		a.Err = err.Error()
 	}
+}
+
+// produced records the produce result of one of attempt id's records.
+func (h *TxnHistory) produced(id string, r *kgo.Record, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	a, ok := h.attempts[id]
+	if !ok {
+		return
+	}
+	if err != nil {
+		a.Produced = append(a.Produced, fmt.Sprintf("%d/-: %v", r.Partition, err))
+		return
+	}
+	a.Produced = append(a.Produced, fmt.Sprintf("%d/%d", r.Partition, r.Offset))
 }
 
 func (h *TxnHistory) observe(r seenRecord) {

@@ -248,7 +248,7 @@ func (w TxnWorkload) session(ctx context.Context, s *kgo.GroupTransactSession, w
 				Key:       []byte(attempt),
 				Value:     []byte(outputValue(attempt, len(in), r)),
 			}
-			s.Produce(context.Background(), out, nil)
+			s.Produce(context.Background(), out, func(r *kgo.Record, err error) { h.produced(attempt, r, err) })
 		}
 		ectx, cancel := context.WithTimeout(context.Background(), endTxnTimeout)
 		if deliberate {
