@@ -119,6 +119,35 @@ func locate(batches map[int32][]txnBatch) (map[string][]string, map[inputKey][]s
 	return out, byInput
 }
 
+// firstFew is the first entries of a long list, for a violation.
+func firstFew(l []string) []string {
+	if len(l) > 6 {
+		return append(slices.Clone(l[:6]), fmt.Sprintf("... %d more", len(l)-6))
+	}
+	return l
+}
+
+// batchAt describes the batch at offset in batches and the marker that
+// ends its transaction, for a violation.
+func batchAt(batches []txnBatch, offset int64) string {
+	for i, b := range batches {
+		if offset < b.FirstOffset || offset > b.LastOffset {
+			continue
+		}
+		desc := fmt.Sprintf("batch %d-%d producer %d transactional %v control %v", b.FirstOffset, b.LastOffset, b.ProducerID, b.Transactional, b.Control)
+		if len(b.Records) > 0 {
+			desc += fmt.Sprintf(" first record %q", b.Records[0].Value)
+		}
+		for _, m := range batches[i+1:] {
+			if m.Control && m.ProducerID == b.ProducerID {
+				return desc + fmt.Sprintf(", next marker of the producer at %d (abort %v)", m.FirstOffset, m.Abort)
+			}
+		}
+		return desc + ", no marker of the producer after it"
+	}
+	return "no batch read there"
+}
+
 // describe is what is known of attempt id, for a violation.
 func (r *TxnReport) describe(h *TxnHistory, id string) string {
 	a, ok := h.attempts[id]
@@ -129,7 +158,7 @@ func (r *TxnReport) describe(h *TxnHistory, id string) string {
 	if a.Err != "" {
 		s += " (" + a.Err + ")"
 	}
-	return fmt.Sprintf("%s; produced %v; in the log: %v", s, a.Produced, r.located[id])
+	return fmt.Sprintf("%s; produced %v; in the log: %v", s, firstFew(a.Produced), firstFew(r.located[id]))
 }
 
 func (r *TxnReport) violation(format string, args ...any) {
@@ -196,6 +225,25 @@ func CheckTxn(h *TxnHistory, f TxnFinal) *TxnReport {
 
 	r.located, r.byInput = locate(f.OutputBatches)
 	nodes := slices.Sorted(maps.Keys(f.Views))
+	for _, o := range f.Open {
+		due := o.Start.Add(o.Timeout)
+		if f.HealedAt.After(due) {
+			due = f.HealedAt
+		}
+		due = due.Add(f.Grace)
+		if o.SeenAt.After(due) {
+			r.StaleOpen++
+			r.violation("STALE TRANSACTION: %s in state %s at %s, started %s with timeout %v; the faults healed at %s", o.ID, o.State, o.SeenAt.Format(time.TimeOnly), o.Start.Format(time.TimeOnly), o.Timeout, f.HealedAt.Format(time.TimeOnly))
+		}
+	}
+	for _, node := range nodes {
+		for _, p := range slices.Sorted(maps.Keys(f.Views[node])) {
+			if v := f.Views[node][p]; v.LastStable != v.HighWatermark {
+				r.StaleOpen++
+				r.violation("LSO STUCK: node %d, output %d: last stable offset %d below the high watermark %d after every transaction should have ended; in the log there: %s", node, p, v.LastStable, v.HighWatermark, batchAt(f.OutputBatches[p], v.LastStable))
+			}
+		}
+	}
 	if len(nodes) > 0 && f.OutputBatches != nil {
 		ref := f.Views[nodes[0]]
 		for _, p := range slices.Sorted(maps.Keys(f.OutputBatches)) {
@@ -274,25 +322,6 @@ func CheckTxn(h *TxnHistory, f TxnFinal) *TxnReport {
 		}
 	}
 
-	for _, o := range f.Open {
-		due := o.Start.Add(o.Timeout)
-		if f.HealedAt.After(due) {
-			due = f.HealedAt
-		}
-		due = due.Add(f.Grace)
-		if o.SeenAt.After(due) {
-			r.StaleOpen++
-			r.violation("STALE TRANSACTION: %s in state %s at %s, started %s with timeout %v; the faults healed at %s", o.ID, o.State, o.SeenAt.Format(time.TimeOnly), o.Start.Format(time.TimeOnly), o.Timeout, f.HealedAt.Format(time.TimeOnly))
-		}
-	}
-	for _, node := range nodes {
-		for _, p := range slices.Sorted(maps.Keys(f.Views[node])) {
-			if v := f.Views[node][p]; v.LastStable != v.HighWatermark {
-				r.StaleOpen++
-				r.violation("LSO STUCK: node %d, output %d: last stable offset %d below the high watermark %d after every transaction should have ended", node, p, v.LastStable, v.HighWatermark)
-			}
-		}
-	}
 	return r
 }
 
