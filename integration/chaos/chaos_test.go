@@ -167,6 +167,7 @@ func TestChaos(t *testing.T) {
 	waitGroupDrained(t, c)
 	run.StopConsumers()
 	txn.drain(t, c)
+	txnOpen := txn.startPollOpen(t, c, healedAt)
 
 	final := finalCommitted(t, c)
 	topicID, err := c.TopicID(ctx, chaosTopic)
@@ -202,7 +203,7 @@ func TestChaos(t *testing.T) {
 	if !report.OK() {
 		t.Errorf("invariants violated (seed %d):\n  %s", seed, strings.Join(report.Violations, "\n  "))
 	}
-	txn.check(t, c, healedAt, nm.Counts)
+	txn.check(t, c, healedAt, nm.Counts, txnOpen())
 }
 
 // drainTimeout bounds waiting for the consumer group to commit the end of

@@ -142,25 +142,49 @@ func (tr *txnRun) drain(t *testing.T, c *Cluster) {
 // openTxnStates are the states of a transaction not yet ended.
 var openTxnStates = []string{"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
 
+// startPollOpen runs pollOpen beside the rest of the run's checks (the
+// last abandoned transaction may take its timeout and the coordinator's
+// check interval to end); the function returned waits for its answer.
+func (tr *txnRun) startPollOpen(t *testing.T, c *Cluster, healedAt time.Time) func() []openTxn {
+	start := time.Now()
+	var open []openTxn
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		open, err = tr.pollOpen(c, healedAt)
+	}()
+	return func() []openTxn {
+		t.Helper()
+		<-done // pollOpen's own deadline bounds it
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d open transaction observations in %v", len(open), time.Since(start).Round(100*time.Millisecond))
+		return open
+	}
+}
+
 // pollOpen describes the workload's transactions until none is open, one
 // open is past its due time (the checker reports it), or a bound passes;
-// it returns every open transaction seen.
-func (tr *txnRun) pollOpen(t *testing.T, c *Cluster, healedAt time.Time) []openTxn {
-	t.Helper()
+// it returns every open transaction seen. It runs beside the test's
+// goroutine, so it reports through its answer, not t.
+func (tr *txnRun) pollOpen(c *Cluster, healedAt time.Time) ([]openTxn, error) {
 	cl, err := kgo.NewClient(c.ClientOpts()...)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	var seen []openTxn
+	var lastErr error
 	deadline := time.Now().Add(2*(txnTimeout+txnGrace) + 30*time.Second)
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		described, err := adm.DescribeTransactions(ctx, append(slices.Clone(tr.w.TransactionalIDs), tr.h.AbandonedIDs()...)...)
 		cancel()
 		if err != nil {
-			t.Logf("describing the transactions: %v", err)
+			lastErr = err
 			time.Sleep(time.Second)
 			continue
 		}
@@ -182,21 +206,21 @@ func (tr *txnRun) pollOpen(t *testing.T, c *Cluster, healedAt time.Time) []openT
 			}
 		}
 		if open == 0 || overdue {
-			return seen
+			return seen, nil
 		}
 		time.Sleep(time.Second)
 	}
-	return seen
+	if lastErr != nil {
+		return seen, fmt.Errorf("describing the transactions until %v after the heal: %w", time.Since(healedAt).Round(time.Second), lastErr)
+	}
+	return seen, nil
 }
 
 // check reads the input and the output back and checks the history.
-func (tr *txnRun) check(t *testing.T, c *Cluster, healedAt time.Time, faults map[string]int) *TxnReport {
+func (tr *txnRun) check(t *testing.T, c *Cluster, healedAt time.Time, faults map[string]int, open []openTxn) *TxnReport {
 	t.Helper()
 	ctx := context.Background()
 	start := time.Now()
-	open := tr.pollOpen(t, c, healedAt)
-	t.Logf("%d open transaction observations in %v", len(open), time.Since(start).Round(100*time.Millisecond))
-	start = time.Now()
 	f := TxnFinal{Open: open, HealedAt: healedAt, Grace: txnGrace, Views: map[int]map[int32]committedView{}}
 	for _, topic := range []string{txnInput, txnOutput} {
 		id, err := c.TopicID(ctx, topic)
