@@ -188,10 +188,16 @@ func (tr *txnRun) pollOpen(c *Cluster, healedAt time.Time) ([]openTxn, error) {
 			time.Sleep(time.Second)
 			continue
 		}
+		lastErr = nil
 		now := time.Now()
 		open, overdue := 0, false
 		for _, d := range described.Sorted() {
-			if d.Err != nil || !slices.Contains(openTxnStates, d.State) {
+			if d.Err != nil {
+				// Not described (a coordinator loading): ask again.
+				lastErr = fmt.Errorf("%s: %w", d.TxnID, d.Err)
+				continue
+			}
+			if !slices.Contains(openTxnStates, d.State) {
 				continue
 			}
 			o := openTxn{ID: d.TxnID, State: d.State, Start: time.UnixMilli(d.StartTimestamp), Timeout: time.Duration(d.TimeoutMillis) * time.Millisecond, SeenAt: now}
@@ -205,7 +211,7 @@ func (tr *txnRun) pollOpen(c *Cluster, healedAt time.Time) ([]openTxn, error) {
 				overdue = true
 			}
 		}
-		if open == 0 || overdue {
+		if open == 0 && lastErr == nil || overdue {
 			return seen, nil
 		}
 		time.Sleep(time.Second)
