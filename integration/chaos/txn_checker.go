@@ -406,7 +406,7 @@ func (r *TxnReport) Table(faults map[string]int) string {
 	var b strings.Builder
 	row := func(name string, v any) { fmt.Fprintf(&b, "| %-44s | %10v |\n", name, v) }
 	fmt.Fprintf(&b, "| %-44s | %10s |\n|%s|%s|\n", "transactional workload", "count", strings.Repeat("-", 46), strings.Repeat("-", 12))
-	for _, k := range TxnFaultKinds {
+	for _, k := range TxnFaultKinds() {
 		row("fault: "+k, faults[k])
 	}
 	row("input records sent", r.InputSent)

@@ -26,7 +26,8 @@ const (
 	txnC = "w1.0-000000" // committed: inputs 0/2, 1/0 again
 )
 
-var healed = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+// healedUnix is when the fixtures' faults healed.
+const healedUnix = 1767268800 // 2026-01-01 12:00 UTC
 
 // cleanTxnRun is a history and final reads that keep every property:
 // transaction A committed, B aborted (its records in the log, not in the
@@ -69,9 +70,9 @@ func cleanTxnRun() (*TxnHistory, TxnFinal) {
 		},
 		Open: []openTxn{
 			// Open past its timeout, but within the grace after the heal.
-			{ID: "t", State: "Ongoing", Start: healed.Add(-time.Minute), Timeout: 10 * time.Second, SeenAt: healed.Add(20 * time.Second)},
+			{ID: "t", State: "Ongoing", Start: time.Unix(healedUnix, 0).Add(-time.Minute), Timeout: 10 * time.Second, SeenAt: time.Unix(healedUnix, 0).Add(20 * time.Second)},
 		},
-		HealedAt: healed,
+		HealedAt: time.Unix(healedUnix, 0),
 		Grace:    25 * time.Second,
 	}
 	return h, f
@@ -265,7 +266,7 @@ func TestCheckTxnFindsEachViolation(t *testing.T) {
 		{
 			name: "(e) a transaction open past its timeout and the grace after the heal",
 			mutate: func(_ *TxnHistory, f *TxnFinal) {
-				f.Open = append(f.Open, openTxn{ID: "u", State: "PrepareAbort", Start: healed.Add(-time.Minute), Timeout: 10 * time.Second, SeenAt: healed.Add(26 * time.Second)})
+				f.Open = append(f.Open, openTxn{ID: "u", State: "PrepareAbort", Start: time.Unix(healedUnix, 0).Add(-time.Minute), Timeout: 10 * time.Second, SeenAt: time.Unix(healedUnix, 0).Add(26 * time.Second)})
 			},
 			count: func(r *TxnReport) int { return r.StaleOpen },
 			want:  "STALE TRANSACTION: u in state PrepareAbort",
@@ -273,7 +274,7 @@ func TestCheckTxnFindsEachViolation(t *testing.T) {
 		{
 			name: "(e) a transaction begun after the heal open past its timeout and the grace",
 			mutate: func(_ *TxnHistory, f *TxnFinal) {
-				f.Open = append(f.Open, openTxn{ID: "v", State: "Ongoing", Start: healed.Add(time.Minute), Timeout: 10 * time.Second, SeenAt: healed.Add(time.Minute + 36*time.Second)})
+				f.Open = append(f.Open, openTxn{ID: "v", State: "Ongoing", Start: time.Unix(healedUnix, 0).Add(time.Minute), Timeout: 10 * time.Second, SeenAt: time.Unix(healedUnix, 0).Add(time.Minute + 36*time.Second)})
 			},
 			count: func(r *TxnReport) int { return r.StaleOpen },
 			want:  "STALE TRANSACTION: v in state Ongoing",

@@ -16,7 +16,9 @@ const (
 
 // TxnFaultKinds are the kinds a nemesis with TxnTargets adds (the
 // isolation only where the network allows partitions).
-var TxnFaultKinds = []string{FaultKillTxnCoordinator, FaultPauseTxnCoordinator, FaultIsolateTxnCoordinator, FaultKillOutputLeader}
+func TxnFaultKinds() []string {
+	return []string{FaultKillTxnCoordinator, FaultPauseTxnCoordinator, FaultIsolateTxnCoordinator, FaultKillOutputLeader}
+}
 
 // transactionStateTopic is the broker's internal topic of transaction
 // coordinator state.

@@ -139,8 +139,14 @@ func (tr *txnRun) drain(t *testing.T, c *Cluster) {
 	tr.run.StopWorkers()
 }
 
-// openTxnStates are the states of a transaction not yet ended.
-var openTxnStates = []string{"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
+// openTxnState reports whether a transaction in state s has not ended.
+func openTxnState(s string) bool {
+	switch s {
+	case "Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence":
+		return true
+	}
+	return false
+}
 
 // startPollOpen runs pollOpen beside the rest of the run's checks (the
 // last abandoned transaction may take its timeout and the coordinator's
@@ -197,7 +203,7 @@ func (tr *txnRun) pollOpen(c *Cluster, healedAt time.Time) ([]openTxn, error) {
 				lastErr = fmt.Errorf("%s: %w", d.TxnID, d.Err)
 				continue
 			}
-			if !slices.Contains(openTxnStates, d.State) {
+			if !openTxnState(d.State) {
 				continue
 			}
 			o := openTxn{ID: d.TxnID, State: d.State, Start: time.UnixMilli(d.StartTimestamp), Timeout: time.Duration(d.TimeoutMillis) * time.Millisecond, SeenAt: now}
