@@ -2,8 +2,10 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -216,8 +218,8 @@ func TestCoordinatorTxnAppendFencedEpoch(t *testing.T) {
 // TestWriteTxnMarkersManyPartitions: one call writes a transaction's
 // marker to every partition it names (proposed together, waited for
 // together), each answering for itself: the LSO of every partition moves
-// past the transaction, a partition the topic does not have is an error of
-// its own, and a topic that no longer exists needs no marker.
+// past the transaction, and a partition the topic does not have and a
+// topic the broker does not know are errors of their own.
 func TestWriteTxnMarkersManyPartitions(t *testing.T) {
 	b := openTestBroker(t, t.TempDir())
 	tp := mustCreate(t, b, "txn", 4, nil)
@@ -234,14 +236,46 @@ func TestWriteTxnMarkersManyPartitions(t *testing.T) {
 	tps = append(tps, txn.TopicPartition{Topic: "txn", Partition: 9}, txn.TopicPartition{Topic: "gone", Partition: 0})
 	errs := b.WriteTxnMarkers(context.Background(), 7, 0, true, 1, tps)
 	for i, err := range errs {
-		if wantErr := i == 4; (err != nil) != wantErr {
+		if wantErr := i >= 4; (err != nil) != wantErr {
 			t.Errorf("%v: %v", tps[i], err)
 		}
+	}
+	if !errors.Is(errs[5], kerr.UnknownTopicOrPartition) {
+		t.Errorf("a topic the broker does not know: %v, want UNKNOWN_TOPIC_OR_PARTITION", errs[5])
 	}
 	for i := range int32(4) {
 		if lso, hw := tp.Partition(i).LastStableOffset(), tp.Partition(i).HighWatermark(); lso != 3 || hw != 3 {
 			t.Errorf("partition %d after the marker: LSO %d, high watermark %d, want 3, 3", i, lso, hw)
 		}
+	}
+}
+
+// TestWriteTxnMarkersNotWrittenIsNotDone: a broker asked for a marker of a
+// topic its table does not hold (yet: a restarted broker answers the RPC
+// mux before its first reconcile) answers an error, not "written", so the
+// coordinator retries; and the coordinator's own writer drops the
+// partitions of a topic its table does not hold (deleted). Answering
+// "written" made the coordinator complete transactions whose markers
+// never reached the partition: their records stayed open (the LSO stuck
+// for good) or joined the producer's next transaction there, committed
+// or aborted with it (the chaos suite's transactional workload).
+func TestWriteTxnMarkersNotWrittenIsNotDone(t *testing.T) {
+	b := openTestBroker(t, t.TempDir())
+	tp := mustCreate(t, b, "txn", 1, nil)
+	if _, err := tp.Partition(0).replicate(context.Background(), encodeAppend(0, txnBatch(7, 0, 0, 2))); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := json.Marshal(markerRequest{ProducerID: 7, Commit: true, CoordinatorEpoch: 1, Partitions: []txn.TopicPartition{{Topic: "later", Partition: 0}}})
+	resp, err := b.serveTxnMarkers(context.Background(), "", req)
+	if err != nil || !strings.Contains(string(resp), kerr.UnknownTopicOrPartition.Message) {
+		t.Fatalf("a marker for a topic the broker does not know: answer %q, %v; want UNKNOWN_TOPIC_OR_PARTITION", resp, err)
+	}
+	if err := (markerWriter{b}).WriteMarkers(context.Background(), txn.Marker{ProducerID: 7, Commit: true, CoordinatorEpoch: 1,
+		Partitions: []txn.TopicPartition{{Topic: "txn", Partition: 0}, {Topic: "gone", Partition: 0}}}); err != nil {
+		t.Fatalf("the coordinator's writer: %v; want the deleted topic dropped and the marker written", err)
+	}
+	if lso, hw := tp.Partition(0).LastStableOffset(), tp.Partition(0).HighWatermark(); lso != 3 || hw != 3 {
+		t.Errorf("after the marker: LSO %d, high watermark %d, want 3, 3", lso, hw)
 	}
 }
 

@@ -235,8 +235,9 @@ func (b *Broker) serveTxnMarkers(ctx context.Context, _ string, data []byte) ([]
 }
 
 // WriteTxnMarkers writes one transaction's marker to each partition
-// (this broker must lead them): nil for each that has it, or why not.
-// A partition that no longer exists needs none. Every partition's marker
+// (this broker must lead them): nil for each that has it, or why not. A
+// topic this broker does not know is UNKNOWN_TOPIC_OR_PARTITION, as in
+// Kafka: the coordinator decides whether it was deleted. Every partition's marker
 // is proposed before any is waited for, so the markers of a transaction
 // over many partitions commit together, as Kafka appends the partitions
 // of one WriteTxnMarkers request together, rather than one after the
@@ -252,6 +253,12 @@ func (b *Broker) WriteTxnMarkers(ctx context.Context, producerID int64, epoch in
 	for i, tp := range tps {
 		t := b.Topic(tp.Topic)
 		if t == nil {
+			// Deleted, or not yet in this broker's table: a restarted
+			// broker answers the RPC mux before its first reconcile.
+			// Only the coordinator can tell; it drops a deleted
+			// topic's partitions itself (WriteMarkers) and retries the
+			// rest, so answering "written" here would lose the marker.
+			errs[i] = fmt.Errorf("%s/%d: %w", tp.Topic, tp.Partition, kerr.UnknownTopicOrPartition)
 			continue
 		}
 		p, err := t.LeaderPartition(tp.Partition, -1)

@@ -141,8 +141,13 @@ func TestChaos(t *testing.T) {
 	waitFor(t, 30*time.Second, "the first 100 acknowledged and consumed records", func() bool {
 		return h.Acked() >= 100 && h.Seen() >= 100
 	})
+	// Consume-transform-produce in transactions beside it
+	// (txn_workload.go), with faults of its own.
+	txn := startTxn(t, c)
+	txn.waitStarted(t)
 
 	nm := NewNemesis(c, seed, chaosTopic, chaosPartitions, t.Logf)
+	nm.Txn = txn.targets()
 	if !netw.CanPartition() {
 		t.Logf("nemesis without network partitions: %v", errNoPartitions)
 	}
@@ -150,15 +155,19 @@ func TestChaos(t *testing.T) {
 	nm.Run(ctx, duration)
 	t.Logf("nemesis done after %v: %v", time.Since(start).Round(time.Second), nm.Counts)
 
-	if err := c.WaitHealthy(ctx, []string{chaosTopic}, healTimeout); err != nil {
+	if err := c.WaitHealthy(ctx, []string{chaosTopic, txnInput, txnOutput, transactionStateTopic}, healTimeout); err != nil {
 		t.Fatalf("after the nemesis: %v", err)
 	}
+	healedAt := time.Now()
 	// A little traffic on the healed cluster, then drain.
 	acked := h.Acked()
 	waitFor(t, 30*time.Second, "records acknowledged by the healed cluster", func() bool { return h.Acked() >= acked+50 })
 	run.StopProducers()
+	txn.run.StopFeeder()
 	waitGroupDrained(t, c)
 	run.StopConsumers()
+	txn.drain(t, c)
+	txnOpen := txn.startPollOpen(t, c, healedAt)
 
 	final := finalCommitted(t, c)
 	topicID, err := c.TopicID(ctx, chaosTopic)
@@ -194,6 +203,7 @@ func TestChaos(t *testing.T) {
 	if !report.OK() {
 		t.Errorf("invariants violated (seed %d):\n  %s", seed, strings.Join(report.Violations, "\n  "))
 	}
+	txn.check(t, c, healedAt, nm.Counts, txnOpen())
 }
 
 // drainTimeout bounds waiting for the consumer group to commit the end of

@@ -5,7 +5,12 @@
 // replica reassigned away and back) while idempotent
 // producers and a consumer group record what the cluster acknowledged and
 // served, then heals the cluster and checks every replica's log against that
-// history.
+// history. Beside them, transactional consume-transform-produce workers
+// (txn_workload.go) run under faults aimed at their transaction
+// coordinators and output leaders too, and txn_checker.go checks the
+// output's read_committed views: no aborted record, whole transactions,
+// every input record reflected exactly once, nothing served past the last
+// stable offset, no transaction left open past its timeout.
 //
 // The package cannot use the test harness of package integration (test files
 // of another package), so it has a small process controller of its own:

@@ -49,6 +49,9 @@ type Nemesis struct {
 	// HealFailures counts faults after which the cluster did not heal
 	// within healTimeout (the nemesis stops injecting then).
 	HealFailures int
+	// Txn, when set before Run, adds the faults aimed at a transactional
+	// workload (txn_nemesis.go).
+	Txn *TxnTargets
 
 	start time.Time
 	cuts  map[[2]int]bool
@@ -73,7 +76,7 @@ func (nm *Nemesis) Kinds() []string {
 	if nm.c.Net.CanPartition() {
 		kinds = append(kinds, FaultIsolate, FaultCutPair)
 	}
-	return kinds
+	return append(kinds, nm.txnKinds()...)
 }
 
 func (nm *Nemesis) event(format string, args ...any) {
@@ -102,7 +105,7 @@ func (nm *Nemesis) Run(ctx context.Context, d time.Duration) {
 		if err := nm.inject(ctx, kind, hold); err != nil {
 			nm.event("%s: %v", kind, err)
 		}
-		err := nm.c.WaitHealthy(ctx, []string{nm.topic}, healTimeout)
+		err := nm.c.WaitHealthy(ctx, nm.healthTopics(), healTimeout)
 		if err == nil && kind == FaultWipeRestart {
 			err = nm.waitPromoted(ctx, marks)
 		}
@@ -191,7 +194,7 @@ func (nm *Nemesis) inject(ctx context.Context, kind string, hold time.Duration) 
 		sleepCtx(ctx, hold)
 		return nm.healCuts()
 	}
-	return fmt.Errorf("unknown fault kind %q", kind)
+	return nm.injectTxn(ctx, kind, hold)
 }
 
 // promoteTimeout bounds waitPromoted. Under steady produce traffic the
