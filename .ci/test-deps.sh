@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
-# Installs optional tools used by the integration tests (currently kcat).
-# Never fatal: tests that need a missing tool skip themselves with a message.
+# Installs optional tools used by the integration tests (kcat) and fetches
+# the Apache Kafka jars the Kafka-tool, Connect and Streams tests run (with
+# mvn, once; .ci/kafka.sh reuses a complete earlier copy). Fetching them
+# here, before any test starts, keeps tests that run in parallel from
+# fetching into the same Maven repository at once.
+# Never fatal: tests that need a missing tool skip themselves with a message,
+# and a test whose jars are missing fetches them itself (and reports why
+# that failed).
 set -u
 
 log() { echo "test-deps: $*" >&2; }
@@ -40,5 +46,22 @@ install_kcat() {
 	return 0
 }
 
+fetch_kafka_jars() {
+	if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
+		log "java or mvn missing; the Kafka-tool, Connect and Streams tests will be skipped"
+		return 0
+	fi
+	local script
+	script="$(dirname "$0")/kafka.sh"
+	for what in fetch fetch-frameworks; do
+		if ! "$script" "$what" >/tmp/test-deps-kafka-$what.log 2>&1; then
+			log "kafka.sh $what failed (see /tmp/test-deps-kafka-$what.log); the tests will try again"
+		fi
+	done
+	log "Kafka jars ready: $("$script" libs)"
+	return 0
+}
+
 install_kcat
+fetch_kafka_jars
 exit 0
