@@ -220,7 +220,7 @@ func (l *Log) Cleanable(opts CleanOptions) (CleanableBytes, error) {
 // segments in. One Clean runs at a time per log. An error from the
 // swap's commit onwards is sticky (ErrLogFailed); Open then finishes the
 // swap.
-func (l *Log) Clean(ctx context.Context, opts CleanOptions) (CleanStats, error) {
+func (l *Log) Clean(ctx context.Context, opts CleanOptions) (st CleanStats, err error) {
 	l.cleanMu.Lock()
 	defer l.cleanMu.Unlock()
 	cfg, err := l.writable()
@@ -228,12 +228,18 @@ func (l *Log) Clean(ctx context.Context, opts CleanOptions) (CleanStats, error) 
 		return CleanStats{}, err
 	}
 	o := opts.normalized(cfg)
-	st := CleanStats{FirstDirty: l.FirstDirtyOffset()}
+	st = CleanStats{FirstDirty: l.FirstDirtyOffset()}
 	st.CleanedTo = st.FirstDirty
 	th := throttle{rate: o.IOBytesPerSecond, start: time.Now()}
 	// One clock reading for every pass: they then agree on which
 	// tombstones are past their horizon and on the compaction lag.
 	nowMs := o.Now().UnixMilli()
+	// Every pass rewrites from the log start, so passes meet the same
+	// markers again.
+	defer func() {
+		slices.Sort(st.EmptyAbortedTxns)
+		st.EmptyAbortedTxns = slices.Compact(st.EmptyAbortedTxns)
+	}()
 	for {
 		more, unstable, err := l.cleanPass(ctx, o, nowMs, &st, &th)
 		if err != nil {
