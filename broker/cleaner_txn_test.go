@@ -1,0 +1,279 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/weir-broker/weir/log"
+)
+
+// committedRecords is what a Kafka read_committed consumer
+// (CompletedFetch) makes of one fetch answer: an aborted transaction's
+// producer joins the aborted set at the first batch of a producer
+// reaching its first offset and leaves it at its abort marker;
+// transactional batches of producers in the set are skipped, and so
+// are control batches. It sets the latest value of every key in out and
+// returns the offset after the last batch.
+func committedRecords(t *testing.T, data []byte, aborted []AbortedTxn, out map[string]string) (next int64) {
+	t.Helper()
+	queue := slices.Clone(aborted)
+	slices.SortFunc(queue, func(a, b AbortedTxn) int { return cmpInt64(a.FirstOffset, b.FirstOffset) })
+	abortedPIDs := map[int64]bool{}
+	hs, err := log.ValidateStored(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hs {
+		batch := data[:h.Size()]
+		data = data[h.Size():]
+		next = h.LastOffset() + 1
+		if h.ProducerID >= 0 {
+			for len(queue) > 0 && queue[0].FirstOffset <= h.LastOffset() {
+				abortedPIDs[queue[0].ProducerID] = true
+				queue = queue[1:]
+			}
+		}
+		if h.IsControl() {
+			if commit, ok := log.MarkerType(batch); ok && !commit {
+				delete(abortedPIDs, h.ProducerID)
+			}
+			continue
+		}
+		if h.IsTransactional() && abortedPIDs[h.ProducerID] {
+			continue
+		}
+		if err := log.ForEachRecord(batch, func(r log.Record) bool {
+			out[string(r.Key)] = string(r.Value)
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return next
+}
+
+// readCommitted consumes partition 0 of tp read_committed from its start
+// to its last stable offset; it returns every key's latest value and the
+// aborted transactions the answers listed.
+func readCommitted(t *testing.T, b *Broker, tp *Topic) (map[string]string, []AbortedTxn) {
+	t.Helper()
+	got := map[string]string{}
+	var aborted []AbortedTxn
+	p := tp.Partition(0)
+	for off := p.LogStartOffset(); off < p.LastStableOffset(); {
+		req := &FetchRequest{MaxBytes: 1 << 20, Isolation: ReadCommitted,
+			Partitions: []FetchPartition{{Topic: tp, Partition: 0, Offset: off, MaxBytes: 1 << 20, LeaderEpoch: -1}}}
+		out := make([]FetchResult, 1)
+		b.Fetch(context.Background(), req, out)
+		if out[0].Err != nil {
+			t.Fatalf("fetch at %d: %v", off, out[0].Err)
+		}
+		aborted = append(aborted, out[0].Aborted...)
+		next := committedRecords(t, out[0].Records, out[0].Aborted, got)
+		out[0].Release()
+		if next <= off {
+			t.Fatalf("fetch at %d returned nothing", off)
+		}
+		off = next
+	}
+	return got, aborted
+}
+
+// TestCleanerTransactionsReadCommitted: the broker's cleaner on a
+// compacted topic with transactions: it stops at an open transaction,
+// removes aborted records, forgets an aborted transaction once its data
+// is gone and removes its marker after delete.retention.ms; a
+// read_committed consumer sees the latest committed value of every key
+// all along, also after a restart rebuilds the aborted list from the log.
+func TestCleanerTransactionsReadCommitted(t *testing.T) {
+	dir := t.TempDir()
+	b := openTestBroker(t, dir)
+	tp := mustCreate(t, b, "txc", 1, map[string]string{"cleanup.policy": "compact", "segment.bytes": "1024",
+		"min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "0"})
+	p := tp.Partition(0)
+	ctx := context.Background()
+	now := func() int64 { return time.Now().UnixMilli() }
+	entry := func(e []byte) int64 {
+		t.Helper()
+		res, err := p.replicate(ctx, e)
+		if err == nil {
+			err = res.err
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.append.BaseOffset
+	}
+	kv := func(k, v string) []log.KeyValue { return []log.KeyValue{{Key: []byte(k), Value: []byte(v)}} }
+	filler := bytes.Repeat([]byte("f"), 400)
+	fill := func(n int) {
+		for range n {
+			entry(encodeAppend(0, log.BuildBatch(now(), []log.KeyValue{{Key: []byte("f"), Value: filler}})))
+		}
+	}
+	const p7, p8, p9 = 7, 8, 9
+	entry(encodeAppend(0, log.BuildBatch(now(), kv("k1", "v0"))))
+	aborted7 := entry(encodeAppend(0, log.BuildTxnBatch(now(), p7, 0, kv("k1", "a7"))))
+	entry(encodeAppend(0, log.BuildTxnBatch(now(), p8, 0, append(kv("k1", "c8"), kv("k3", "c8")...))))
+	abortMarker := entry(encodeMarker(now(), p7, 0, false, 0))
+	entry(encodeMarker(now(), p8, 0, true, 0))
+	fill(6) // closed segments below the open transaction
+	open9 := entry(encodeAppend(0, log.BuildTxnBatch(now(), p9, 0, kv("k2", "open"))))
+	fill(12)
+
+	fetch := func() (map[string]string, []AbortedTxn) {
+		t.Helper()
+		return readCommitted(t, b, tp)
+	}
+	waitClean := func(what string, done func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !done() {
+			if time.Now().After(deadline) {
+				t.Fatalf("the cleaner did not %s in 30 s (first dirty %d, LSO %d)", what, p.log.FirstDirtyOffset(), p.LastStableOffset())
+			}
+			fill(1)
+			b.CleanLogs()
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	hasBatchAt := func(off int64) bool {
+		found := false
+		if err := p.log.Batches(p.log.LogStartOffset(), func(h log.BatchHeader) bool {
+			found = found || h.BaseOffset == off
+			return h.BaseOffset < off
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return found
+	}
+
+	// The open transaction bounds the clean.
+	waitClean("clean below the open transaction", func() bool { return p.log.FirstDirtyOffset() > 0 })
+	if p.log.FirstDirtyOffset() > open9 {
+		t.Fatalf("cleaned to %d past the open transaction at %d", p.log.FirstDirtyOffset(), open9)
+	}
+	if !hasBatchAt(open9) {
+		t.Fatal("the open transaction's batch is gone")
+	}
+	if got, _ := fetch(); got["k1"] != "c8" || got["k3"] != "c8" || got["k2"] != "" {
+		t.Fatalf("read_committed with an open transaction: %v", got)
+	}
+
+	// It commits; p7 writes and commits again.
+	entry(encodeMarker(now(), p9, 0, true, 0))
+	entry(encodeAppend(0, log.BuildTxnBatch(now(), p7, 1, kv("k4", "c7"))))
+	entry(encodeMarker(now(), p7, 1, true, 0))
+	fill(4)
+	end := p.log.EndOffset()
+	waitClean("clean past the transactions", func() bool { return p.log.FirstDirtyOffset() >= end-3 })
+	want := map[string]string{"k1": "c8", "k2": "open", "k3": "c8", "k4": "c7", "f": string(filler)}
+	if hasBatchAt(aborted7) {
+		t.Fatal("the aborted batch is still there")
+	}
+	got, _ := fetch()
+	if !maps.Equal(got, want) {
+		t.Fatalf("read_committed after the clean: %v, want %v", got, want)
+	}
+
+	// The next clean finds p7's aborted transaction empty: it leaves the
+	// list, and a later one removes its marker.
+	waitClean("forget the empty aborted transaction", func() bool { return len(p.aborted.load()) == 0 })
+	if !hasBatchAt(abortMarker) {
+		t.Fatal("the abort marker went with its transaction's data")
+	}
+	waitClean("remove the abort marker", func() bool { return !hasBatchAt(abortMarker) })
+	got, aborted := fetch()
+	if !maps.Equal(got, want) || len(aborted) != 0 {
+		t.Fatalf("read_committed after the marker went: %v, aborted %v; want %v", got, aborted, want)
+	}
+	if v := testutilCounter(b.cleaner.markersRemoved); v < 1 {
+		t.Fatalf("removed markers metric %v", v)
+	}
+	if v := testutilCounter(b.cleaner.abortedRemoved); v != 1 {
+		t.Fatalf("removed aborted records metric %v, want 1", v)
+	}
+
+	// A restart rebuilds the aborted list from the log: nothing to list.
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = openTestBroker(t, dir)
+	tp = b.Topic("txc")
+	p = tp.Partition(0)
+	if l := p.aborted.load(); len(l) != 0 {
+		t.Fatalf("aborted list after a restart: %v", l)
+	}
+	got, aborted = fetch()
+	if !maps.Equal(got, want) || len(aborted) != 0 {
+		t.Fatalf("read_committed after a restart: %v, aborted %v; want %v", got, aborted, want)
+	}
+}
+
+// TestCleanerTransactionsRestartMidway: a restart between the clean that
+// removes an aborted transaction's data and the one that removes its
+// marker lists nothing for it, and read_committed stays right.
+func TestCleanerTransactionsRestartMidway(t *testing.T) {
+	dir := t.TempDir()
+	b := openTestBroker(t, dir)
+	tp := mustCreate(t, b, "txr", 1, map[string]string{"cleanup.policy": "compact", "segment.bytes": "1024",
+		"min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "3600000"})
+	p := tp.Partition(0)
+	ctx := context.Background()
+	for i, e := range [][]byte{
+		encodeAppend(0, log.BuildBatch(1, []log.KeyValue{{Key: []byte("k"), Value: []byte("v0")}})),
+		encodeAppend(0, log.BuildTxnBatch(1, 7, 0, []log.KeyValue{{Key: []byte("k"), Value: []byte("aborted")}})),
+		encodeMarker(1, 7, 0, false, 0),
+		encodeAppend(0, log.BuildTxnBatch(1, 7, 0, []log.KeyValue{{Key: []byte("j"), Value: []byte("committed")}})),
+		encodeMarker(1, 7, 0, true, 0),
+	} {
+		if res, err := p.replicate(ctx, e); err != nil || res.err != nil {
+			t.Fatalf("entry %d: %v %v", i, err, res.err)
+		}
+	}
+	for range 12 {
+		if res, err := p.replicate(ctx, encodeAppend(0, log.BuildBatch(1, []log.KeyValue{{Key: []byte("f"), Value: bytes.Repeat([]byte("f"), 400)}}))); err != nil || res.err != nil {
+			t.Fatal(err, res.err)
+		}
+	}
+	if fmt.Sprint(p.abortedBetween(0, 5)) != "[{7 1}]" {
+		t.Fatalf("aborted list %v", p.abortedBetween(0, 5))
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for p.log.FirstDirtyOffset() < 5 {
+		if time.Now().After(deadline) {
+			t.Fatal("no clean in 30 s")
+		}
+		b.CleanLogs()
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = openTestBroker(t, dir)
+	p = b.Topic("txr").Partition(0)
+	// The marker is still there (an hour's horizon), its data is not.
+	if l := p.aborted.load(); len(l) != 0 {
+		t.Fatalf("aborted list after a restart: %v", l)
+	}
+	got, _ := readCommitted(t, b, b.Topic("txr"))
+	if got["k"] != "v0" || got["j"] != "committed" {
+		t.Fatalf("read_committed after a restart: %v", got)
+	}
+}
+
+func testutilCounter(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
+}
