@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/log"
 )
@@ -276,4 +277,131 @@ func testutilCounter(c prometheus.Counter) float64 {
 		return -1
 	}
 	return m.GetCounter().GetValue()
+}
+
+// TestGroupTopicCleanedWithTxnOffsets: __consumer_offsets holding
+// offsets committed in transactions, some aborted: cleaning it (until
+// the markers of the emptied transactions are gone too) leaves every
+// group's committed offsets as they were, after a restart replays what
+// is left. An aborted offset commit never shadows the group's earlier
+// one.
+func TestGroupTopicCleanedWithTxnOffsets(t *testing.T) {
+	dir := t.TempDir()
+	b := openTestBroker(t, dir)
+	if err := b.AlterTopicConfig(GroupTopic, []ConfigOp{{Name: "segment.bytes", Value: "2048"}, {Name: "min.cleanable.dirty.ratio", Value: "0.01"}, {Name: "delete.retention.ms", Value: "0"}}, false); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, b, "t", 1, nil)
+	// Groups of one partition of __consumer_offsets, so that its markers
+	// are all there.
+	part := b.Groups().Partition("g0")
+	var groups []string
+	for i := 0; len(groups) < 3; i++ {
+		if g := fmt.Sprintf("g%d", i); b.Groups().Partition(g) == part {
+			groups = append(groups, g)
+		}
+	}
+	plainGroup, txnGroup, filler := groups[0], groups[1], groups[2]
+	p := b.Topic(GroupTopic).Partition(part)
+	commit := func(group string, offset int64) {
+		t.Helper()
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version = 9
+		req.Group, req.Generation = group, -1
+		req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: offset, LeaderEpoch: -1}}}}
+		for _, tp := range b.Groups().OffsetCommit(req).Topics {
+			for _, rp := range tp.Partitions {
+				if rp.ErrorCode != 0 {
+					t.Fatalf("commit %s: error %d", group, rp.ErrorCode)
+				}
+			}
+		}
+	}
+	txnCommit := func(group string, pid int64, offset int64, commitTxn bool) {
+		t.Helper()
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.Version = 3
+		req.TransactionalID, req.Group, req.ProducerID, req.Generation = fmt.Sprint("app-", pid), group, pid, -1
+		req.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: offset, LeaderEpoch: -1}}}}
+		for _, tp := range b.Groups().TxnOffsetCommit(req).Topics {
+			for _, rp := range tp.Partitions {
+				if rp.ErrorCode != 0 {
+					t.Fatalf("txn commit %s: error %d", group, rp.ErrorCode)
+				}
+			}
+		}
+		if res, err := p.replicate(context.Background(), encodeMarker(time.Now().UnixMilli(), pid, 0, commitTxn, 0)); err != nil || res.err != nil {
+			t.Fatalf("marker: %v %v", err, res.err)
+		}
+	}
+	fetch := func(group string) int64 {
+		t.Helper()
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version, req.RequireStable = 7, true
+		req.Group = group
+		req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			rp := b.Groups().OffsetFetch(req).Topics[0].Partitions[0]
+			if rp.ErrorCode == 0 {
+				return rp.Offset
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("fetch %s: error %d", group, rp.ErrorCode)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	commit(plainGroup, 10)
+	txnCommit(plainGroup, 100, 20, false) // aborted: 10 stays
+	txnCommit(txnGroup, 101, 30, true)
+	txnCommit(txnGroup, 102, 40, false) // aborted: 30 stays
+	markersEnd := p.log.EndOffset()
+	// The producers of the aborted commits write again: their aborted
+	// batches are not their last, which the cleaner keeps.
+	txnCommit(filler, 100, 1000, true)
+	txnCommit(filler, 102, 1001, true)
+	for i := range 60 {
+		commit(filler, int64(i))
+	}
+	if got, got2 := fetch(plainGroup), fetch(txnGroup); got != 10 || got2 != 30 {
+		t.Fatalf("before cleaning: %d, %d", got, got2)
+	}
+	markers := func() int {
+		n := 0
+		if err := p.log.Batches(p.log.LogStartOffset(), func(h log.BatchHeader) bool {
+			if h.IsControl() && h.BaseOffset < markersEnd {
+				n++
+			}
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := p.log.Size()
+	// The aborted commits go, then the markers of their (empty)
+	// transactions; p101's commit marker stays with its record.
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; markers() > 1; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("the cleaner left %d markers in 30 s (first dirty %d)", markers(), p.log.FirstDirtyOffset())
+		}
+		commit(filler, int64(100+i))
+		b.CleanLogs()
+		time.Sleep(20 * time.Millisecond)
+	}
+	if p.log.Size() >= before {
+		t.Fatalf("log of %d bytes after cleaning, %d before", p.log.Size(), before)
+	}
+	if got, got2 := fetch(plainGroup), fetch(txnGroup); got != 10 || got2 != 30 {
+		t.Fatalf("after cleaning: %d, %d; want 10, 30", got, got2)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = openTestBroker(t, dir)
+	if got, got2 := fetch(plainGroup), fetch(txnGroup); got != 10 || got2 != 30 {
+		t.Fatalf("after cleaning and a restart: %d, %d; want 10, 30", got, got2)
+	}
 }
