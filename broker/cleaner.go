@@ -26,9 +26,11 @@ import (
 // max.compaction.lag.ms; those come first, the most overdue first, then
 // the dirtiest. A thread with nothing to do sleeps log_cleaner_backoff_ms.
 //
-// What may be cleaned ends at the replica's high watermark (on every
-// replica the end of what it applied, which is committed) and at its
-// durable checkpoint: a restart truncates the log to the checkpoint and
+// What may be cleaned ends at the replica's last stable offset (at most
+// its high watermark, on every replica the end of what it applied, which
+// is committed: an open transaction's data is not decided, so it is
+// neither compacted nor deduplicated against) and at its durable
+// checkpoint: a restart truncates the log to the checkpoint and
 // replays the Raft log from there, so cleaning never reaches past it (the
 // checkpoint is written just before a clean, as before retention).
 //

@@ -41,10 +41,12 @@ import (
 //   - a batch left with no record is dropped, except the last data batch
 //     of each producer id in the log, which is kept with no records
 //     (header only, lastOffsetDelta unchanged) so that the producer's
-//     sequence state survives a reload. Control batches (transaction
-//     markers) are kept whole and transactional batches are treated as
-//     any other; removing aborted data and markers belongs to
-//     transaction support.
+//     sequence state survives a reload.
+//   - records of aborted transactions are dropped and never enter the
+//     map; committed ones are deduplicated like any other; a marker goes
+//     after its delete horizon once no data of its transaction is left;
+//     nothing from the first open transaction on is cleaned
+//     (clean_txn.go).
 //
 // What was cleaned is never touched again except by later passes, and the
 // log start offset never moves. The active segment, and every segment at
@@ -72,7 +74,8 @@ type CleanOptions struct {
 	// UpTo bounds what may be cleaned: only segments lying wholly below
 	// it are, so the bound is in effect rounded down to a segment base.
 	// Callers pass min(high watermark, last stable offset); the active
-	// segment is never cleaned whatever UpTo says.
+	// segment is never cleaned whatever UpTo says, nor anything from the
+	// first offset of a transaction with no marker up to the log end.
 	UpTo int64
 	// MinCompactionLag keeps segments holding a batch whose
 	// maxTimestamp is newer than now minus this uncleaned, and every
