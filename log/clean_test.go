@@ -697,7 +697,14 @@ func TestCleanAbortedByTruncate(t *testing.T) {
 // (12.5 MB) by default, WEIR_CLEAN_BENCH_RECORDS others (10,000,000 is
 // about 1.2 GB). Beside MB/s it reports the cleaner's peak heap growth
 // (sampled every 5 ms) against its dedupe buffer.
-func BenchmarkClean(b *testing.B) {
+func BenchmarkClean(b *testing.B) { benchClean(b, false) }
+
+// BenchmarkCleanTxn is BenchmarkClean with the batches written in
+// transactions of four interleaved producers, eight batches each, one
+// transaction in four aborted.
+func BenchmarkCleanTxn(b *testing.B) { benchClean(b, true) }
+
+func benchClean(b *testing.B, txn bool) {
 	records := 100_000
 	if v := os.Getenv("WEIR_CLEAN_BENCH_RECORDS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -717,11 +724,23 @@ func BenchmarkClean(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	value := bytes.Repeat([]byte("v"), 100)
 	recs := make([]kv, 10)
-	for range records / 10 {
+	seqs := map[int64]int32{}
+	txns := 0
+	for i := range records / 10 {
 		for j := range recs {
 			recs[j] = kv{fmt.Appendf(nil, "key-%08d", rng.IntN(keys)), value}
 		}
-		mustAppend(b, src, keyedBatch(b, CompressionNone, 0, -1, -1, -1, 1, recs))
+		if !txn {
+			mustAppend(b, src, keyedBatch(b, CompressionNone, 0, -1, -1, -1, 1, recs))
+			continue
+		}
+		pid := int64(1 + i%4)
+		mustAppend(b, src, keyedBatch(b, CompressionNone, attrTransactional, pid, 0, seqs[pid], 1, recs))
+		seqs[pid] += int32(len(recs))
+		if (i/4)%8 == 7 {
+			mustAppend(b, src, BuildMarker(1, pid, 0, txns%4 != 3, 0))
+			txns++
+		}
 	}
 	src.SetConfig(Config{SegmentBytes: 1, RetentionMs: -1, RetentionBytes: -1, IndexIntervalBytes: 4096, Now: clk.Now})
 	mustAppend(b, src, keyedBatch(b, CompressionNone, 0, -1, -1, -1, 1, []kv{{[]byte("last"), value}}))
