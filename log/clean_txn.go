@@ -85,7 +85,7 @@ func (t *txnScan) marker(h BatchHeader, commit bool, m *offsetMap) {
 	}
 	delete(t.open, h.ProducerID)
 	keys := t.pending[h.ProducerID]
-	delete(t.pending, h.ProducerID)
+	t.pending[h.ProducerID] = keys[:0] // its next transaction's
 	t.npend -= len(keys)
 	if commit {
 		for _, k := range keys {
