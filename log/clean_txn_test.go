@@ -445,3 +445,56 @@ func randRecs(rng *rand.Rand) []string {
 	}
 	return recs
 }
+
+// TestCleanTxnKeepsProducerEpochMarker: a producer's last marker at an
+// epoch newer than its last data stays past its horizon (a rebuild of
+// producer state from the log learns the epoch from it); once the
+// producer writes at that epoch, the marker goes like any other.
+func TestCleanTxnKeepsProducerEpochMarker(t *testing.T) {
+	clk := &fakeClock{}
+	clk.ms.Store(10_000)
+	l := mustOpen(t, t.TempDir(), cleanTestConfig(clk, 1))
+	defer l.Close()
+	w := newTxnWriter(t, l, clk)
+	const pid = 4
+	w.txn(pid, CompressionNone, "k=a")
+	commit := w.end(pid, true)
+	w.plain("k=b")
+	fence := w.append(BuildMarker(clk.Now().UnixMilli(), pid, 1, false, 3)) // a bumped epoch, no data
+	clean := func() CleanStats {
+		t.Helper()
+		w.plain("z=1")
+		st, err := l.Clean(context.Background(), CleanOptions{UpTo: l.EndOffset(), DeleteRetention: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	clean()
+	clk.Advance(2_000)
+	clean()
+	clk.Advance(2_000)
+	clean()
+	// The producer's emptied data batch stays (its last data), so does
+	// its transaction's marker, and the fencing marker for its epoch.
+	if v := viewLog(t, l); !slices.Equal(v.markers, []int64{commit, fence}) || !v.horizon[fence] {
+		t.Fatalf("markers %v horizons %v, want %d and %d (with a horizon)", v.markers, v.horizon, commit, fence)
+	}
+	// Data at the new epoch: the fencing marker is no longer needed.
+	w.append(keyedBatch(t, CompressionNone, attrTransactional, pid, 1, 0, clk.Now().UnixMilli(), kvs([]string{"k=c"})))
+	w.append(BuildMarker(clk.Now().UnixMilli(), pid, 1, true, 3))
+	// The fencing marker's horizon passed long ago: it goes at once.
+	// The emptied batch goes too; its transaction's marker gets a
+	// horizon at the next clean and goes after it.
+	if st := clean(); st.MarkersRemoved != 1 {
+		t.Fatalf("fencing marker not removed: %+v", st)
+	}
+	clean()
+	clk.Advance(2_000)
+	if st := clean(); st.MarkersRemoved != 1 {
+		t.Fatalf("emptied transaction's marker not removed: %+v", st)
+	}
+	if v := viewLog(t, l); slices.Contains(v.markers, fence) || slices.Contains(v.markers, commit) {
+		t.Fatalf("markers %v: the fencing marker %d and the emptied transaction's %d should be gone", v.markers, fence, commit)
+	}
+}
