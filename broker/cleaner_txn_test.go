@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -403,5 +404,63 @@ func TestGroupTopicCleanedWithTxnOffsets(t *testing.T) {
 	b = openTestBroker(t, dir)
 	if got, got2 := fetch(plainGroup), fetch(txnGroup); got != 10 || got2 != 30 {
 		t.Fatalf("after cleaning and a restart: %d, %d; want 10, 30", got, got2)
+	}
+}
+
+// TestProducerStateRebuiltFromCleanedLog: a checkpoint of an earlier
+// release has no producer table, so it is rebuilt from the log's batch
+// headers. From a log cleaned past its markers' horizons the rebuild
+// finds no open transaction, every producer at its epoch, and the same
+// aborted transactions a fetch needs.
+func TestProducerStateRebuiltFromCleanedLog(t *testing.T) {
+	r := &txnReplica{t: t, p: openReplayPartition(t, t.TempDir())}
+	kv := func(k, v string) []log.KeyValue { return []log.KeyValue{{Key: []byte(k), Value: []byte(v)}} }
+	for round := range 30 {
+		v := fmt.Sprint(round)
+		r.mustApply(encodeAppend(0, log.BuildTxnBatch(1, 7, 0, kv("a", v))))
+		r.mustApply(encodeAppend(0, log.BuildTxnBatch(1, 8, int16(round), kv("b", v))))
+		r.mustApply(encodeMarker(1, 7, 0, round%3 != 0, 1))
+		r.mustApply(encodeMarker(1, 8, int16(round), round%2 == 0, 1))
+		r.mustApply(encodeAppend(0, log.BuildBatch(1, kv("c", strings.Repeat(v, 100)))))
+	}
+	r.mustApply(encodeMarker(1, 8, 30, false, 1)) // a bumped epoch with no data yet
+	r.mustApply(encodeAppend(0, log.BuildBatch(1, kv("z", "z"))))
+	now := int64(partReplayNowMs)
+	for i := range 3 {
+		// A clean runs a pass only over new dirty segments.
+		for range 3 {
+			r.mustApply(encodeAppend(0, log.BuildBatch(1, kv("d", strings.Repeat(fmt.Sprint(i), 600)))))
+		}
+		now += 1000
+		opts := log.CleanOptions{UpTo: r.p.LastStableOffset(), DeleteRetention: time.Millisecond, Now: func() time.Time { return time.UnixMilli(now) }}
+		st, err := r.p.log.Clean(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.p.forgetEmptyAborted(st.EmptyAbortedTxns)
+	}
+	var rebuilt producerTable
+	if err := rebuilt.rebuild(r.p.log); err != nil {
+		t.Fatal(err)
+	}
+	if rebuilt.firstOpen() != -1 {
+		t.Fatalf("rebuilt producer state has a transaction open at %d", rebuilt.firstOpen())
+	}
+	for _, pid := range []int64{7, 8} {
+		if got, want := rebuilt.m[pid], r.p.producers.m[pid]; got == nil || got.epoch != want.epoch {
+			t.Fatalf("producer %d: rebuilt %+v, live %+v", pid, got, want)
+		}
+	}
+	// Left: the aborted transactions of the producers' last data
+	// batches, kept (empty) for their producers.
+	if l := r.p.aborted.load(); len(l) == 0 || len(l) > 2 {
+		t.Fatalf("aborted transactions after cleaning: %v", l)
+	}
+	live := fmt.Sprint(r.p.abortedBetween(0, r.p.log.EndOffset()))
+	if err := r.p.rebuildAborted(); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(r.p.abortedBetween(0, r.p.log.EndOffset())); got != live {
+		t.Fatalf("aborted transactions rebuilt from the cleaned log %s, before %s", got, live)
 	}
 }
