@@ -154,6 +154,11 @@ func (c *logCleaner) poke() {
 
 func (c *logCleaner) run(ctx context.Context, threads int) {
 	for {
+		if ctx.Err() != nil {
+			// A clean cut short by the stop leaves its partition dirty:
+			// grab would hand it out again at once, for ever.
+			return
+		}
 		if c.props.Bool("log_cleaner_enabled") {
 			if t, ok := c.grab(); ok {
 				c.clean(ctx, t, threads)
