@@ -26,9 +26,11 @@ import (
 // max.compaction.lag.ms; those come first, the most overdue first, then
 // the dirtiest. A thread with nothing to do sleeps log_cleaner_backoff_ms.
 //
-// What may be cleaned ends at the replica's high watermark (on every
-// replica the end of what it applied, which is committed) and at its
-// durable checkpoint: a restart truncates the log to the checkpoint and
+// What may be cleaned ends at the replica's last stable offset (at most
+// its high watermark, on every replica the end of what it applied, which
+// is committed: an open transaction's data is not decided, so it is
+// neither compacted nor deduplicated against) and at its durable
+// checkpoint: a restart truncates the log to the checkpoint and
 // replays the Raft log from there, so cleaning never reaches past it (the
 // checkpoint is written just before a clean, as before retention).
 //
@@ -102,9 +104,10 @@ type logCleaner struct {
 	uncleanable map[*Partition]time.Time // retry after
 	seen        map[*Partition]cleanerState
 
-	bytesRead, bytesWritten    prometheus.Counter
-	recordsRemoved, tombstones prometheus.Counter
-	runs, failures             prometheus.Counter
+	bytesRead, bytesWritten        prometheus.Counter
+	recordsRemoved, tombstones     prometheus.Counter
+	abortedRemoved, markersRemoved prometheus.Counter
+	runs, failures                 prometheus.Counter
 }
 
 func newLogCleaner(targets func() []cleanTarget, props *config.Values, now func() time.Time, logger *slog.Logger) *logCleaner {
@@ -121,6 +124,8 @@ func newLogCleaner(targets func() []cleanTarget, props *config.Values, now func(
 		bytesWritten:   counter("weir_log_cleaner_written_bytes_total", "Bytes of cleaned segments the log cleaner wrote."),
 		recordsRemoved: counter("weir_log_cleaner_removed_records_total", "Records the log cleaner removed: superseded by a later record of their key, or tombstones past delete.retention.ms."),
 		tombstones:     counter("weir_log_cleaner_removed_tombstones_total", "Tombstones the log cleaner removed once delete.retention.ms had passed (also counted in weir_log_cleaner_removed_records_total)."),
+		abortedRemoved: counter("weir_log_cleaner_removed_aborted_records_total", "Records of aborted transactions the log cleaner removed (also counted in weir_log_cleaner_removed_records_total)."),
+		markersRemoved: counter("weir_log_cleaner_removed_txn_markers_total", "Transaction markers the log cleaner removed: no data of their transaction was left and delete.retention.ms had passed."),
 		runs:           counter("weir_log_cleaner_runs_total", "Cleans of a partition that finished."),
 		failures:       counter("weir_log_cleaner_errors_total", "Cleans of a partition that failed (the partition is retried after 10 minutes)."),
 	}
@@ -149,6 +154,11 @@ func (c *logCleaner) poke() {
 
 func (c *logCleaner) run(ctx context.Context, threads int) {
 	for {
+		if ctx.Err() != nil {
+			// A clean cut short by the stop leaves its partition dirty:
+			// grab would hand it out again at once, for ever.
+			return
+		}
 		if c.props.Bool("log_cleaner_enabled") {
 			if t, ok := c.grab(); ok {
 				c.clean(ctx, t, threads)
@@ -184,7 +194,7 @@ func (c *logCleaner) grab() (cleanTarget, bool) {
 		if t.p.failure() != nil || t.p.deleted.Load() {
 			continue
 		}
-		cb, err := t.p.log.Cleanable(log.CleanOptions{UpTo: t.p.HighWatermark(), MinCompactionLag: t.c.minLag, Now: c.now})
+		cb, err := t.p.log.Cleanable(log.CleanOptions{UpTo: t.p.LastStableOffset(), MinCompactionLag: t.c.minLag, Now: c.now})
 		if err != nil {
 			continue
 		}
@@ -247,6 +257,10 @@ func (c *logCleaner) clean(ctx context.Context, t cleanTarget, threads int) {
 	c.bytesWritten.Add(float64(st.BytesWritten))
 	c.recordsRemoved.Add(float64(st.RecordsRemoved))
 	c.tombstones.Add(float64(st.TombstonesRemoved))
+	c.abortedRemoved.Add(float64(st.AbortedRecordsRemoved))
+	c.markersRemoved.Add(float64(st.MarkersRemoved))
+	// Even a failed clean may have swapped passes in.
+	t.p.forgetEmptyAborted(st.EmptyAbortedTxns)
 	switch {
 	case err == nil:
 		c.runs.Inc()
@@ -271,13 +285,15 @@ func (c *logCleaner) clean(ctx context.Context, t cleanTarget, threads int) {
 }
 
 // prepareClean checkpoints the replica and returns the offset a clean may
-// reach: its high watermark, which the new checkpoint covers.
+// reach: its last stable offset (at most its high watermark), which the
+// new checkpoint covers. An open transaction's data must be neither
+// compacted nor deduplicated against: whether it stays is not decided.
 func (p *Partition) prepareClean() (upTo int64, err error) {
 	err = p.checkpointed(func() error {
 		p.ckptMu.Lock()
 		end := p.checkpoint.End
 		p.ckptMu.Unlock()
-		upTo = min(end, p.HighWatermark())
+		upTo = min(end, p.LastStableOffset())
 		return nil
 	})
 	return upTo, err
@@ -318,5 +334,5 @@ func (c *logCleaner) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (c *logCleaner) counters() []prometheus.Counter {
-	return []prometheus.Counter{c.bytesRead, c.bytesWritten, c.recordsRemoved, c.tombstones, c.runs, c.failures}
+	return []prometheus.Counter{c.bytesRead, c.bytesWritten, c.recordsRemoved, c.tombstones, c.abortedRemoved, c.markersRemoved, c.runs, c.failures}
 }

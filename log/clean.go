@@ -41,10 +41,12 @@ import (
 //   - a batch left with no record is dropped, except the last data batch
 //     of each producer id in the log, which is kept with no records
 //     (header only, lastOffsetDelta unchanged) so that the producer's
-//     sequence state survives a reload. Control batches (transaction
-//     markers) are kept whole and transactional batches are treated as
-//     any other; removing aborted data and markers belongs to
-//     transaction support.
+//     sequence state survives a reload.
+//   - records of aborted transactions are dropped and never enter the
+//     map; committed ones are deduplicated like any other; a marker goes
+//     after its delete horizon once no data of its transaction is left;
+//     nothing from the first open transaction on is cleaned
+//     (clean_txn.go).
 //
 // What was cleaned is never touched again except by later passes, and the
 // log start offset never moves. The active segment, and every segment at
@@ -72,7 +74,8 @@ type CleanOptions struct {
 	// UpTo bounds what may be cleaned: only segments lying wholly below
 	// it are, so the bound is in effect rounded down to a segment base.
 	// Callers pass min(high watermark, last stable offset); the active
-	// segment is never cleaned whatever UpTo says.
+	// segment is never cleaned whatever UpTo says, nor anything from the
+	// first offset of a transaction with no marker up to the log end.
 	UpTo int64
 	// MinCompactionLag keeps segments holding a batch whose
 	// maxTimestamp is newer than now minus this uncleaned, and every
@@ -105,6 +108,12 @@ type CleanStats struct {
 	TombstonesRemoved       int64 // of RecordsRemoved, expired tombstones
 	BatchesRemoved          int64 // batches left empty and dropped
 	EmptyBatchesKept        int64 // emptied batches kept for their producer
+	AbortedRecordsRemoved   int64 // of RecordsRemoved, records of aborted transactions
+	MarkersRemoved          int64 // transaction markers removed past their delete horizon
+	// EmptyAbortedTxns are the offsets of the abort markers the passes
+	// met with no data of their transaction left: the partition's list
+	// of aborted transactions need not name them any more.
+	EmptyAbortedTxns []int64
 }
 
 // CleanableBytes splits the cleanable part of the log (closed segments
@@ -214,7 +223,7 @@ func (l *Log) Cleanable(opts CleanOptions) (CleanableBytes, error) {
 // segments in. One Clean runs at a time per log. An error from the
 // swap's commit onwards is sticky (ErrLogFailed); Open then finishes the
 // swap.
-func (l *Log) Clean(ctx context.Context, opts CleanOptions) (CleanStats, error) {
+func (l *Log) Clean(ctx context.Context, opts CleanOptions) (st CleanStats, err error) {
 	l.cleanMu.Lock()
 	defer l.cleanMu.Unlock()
 	cfg, err := l.writable()
@@ -222,16 +231,31 @@ func (l *Log) Clean(ctx context.Context, opts CleanOptions) (CleanStats, error) 
 		return CleanStats{}, err
 	}
 	o := opts.normalized(cfg)
-	st := CleanStats{FirstDirty: l.FirstDirtyOffset()}
+	st = CleanStats{FirstDirty: l.FirstDirtyOffset()}
 	st.CleanedTo = st.FirstDirty
 	th := throttle{rate: o.IOBytesPerSecond, start: time.Now()}
 	// One clock reading for every pass: they then agree on which
 	// tombstones are past their horizon and on the compaction lag.
 	nowMs := o.Now().UnixMilli()
+	// Every pass rewrites from the log start, so passes meet the same
+	// markers again.
+	defer func() {
+		slices.Sort(st.EmptyAbortedTxns)
+		st.EmptyAbortedTxns = slices.Compact(st.EmptyAbortedTxns)
+	}()
 	for {
-		more, err := l.cleanPass(ctx, o, nowMs, &st, &th)
-		if err != nil || !more {
+		more, unstable, err := l.cleanPass(ctx, o, nowMs, &st, &th)
+		if err != nil {
 			return st, err
+		}
+		if unstable >= 0 {
+			// An open transaction's data is neither compacted nor
+			// deduplicated against: clean only up to it.
+			o.UpTo = min(o.UpTo, unstable)
+			continue
+		}
+		if !more {
+			return st, nil
 		}
 	}
 }
@@ -265,19 +289,21 @@ func (t *throttle) add(ctx context.Context, n int) error {
 }
 
 // cleanPass runs one pass; more reports that the map stopped short of
-// the cleanable end, so another pass has work.
-func (l *Log) cleanPass(ctx context.Context, o CleanOptions, nowMs int64, st *CleanStats, th *throttle) (more bool, err error) {
+// the cleanable end, so another pass has work. A pass that finds a
+// transaction still open below where it would clean changes nothing and
+// returns its first offset as unstable (-1 otherwise).
+func (l *Log) cleanPass(ctx context.Context, o CleanOptions, nowMs int64, st *CleanStats, th *throttle) (more bool, unstable int64, err error) {
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
-		return false, ErrClosed
+		return false, -1, ErrClosed
 	}
 	k := l.cleanableCount(o, nowMs)
 	first := max(l.cleanedTo, l.logStart)
 	cleanEnd := l.segs[k].base
 	if k == 0 || first >= cleanEnd {
 		l.mu.RUnlock()
-		return false, nil
+		return false, -1, nil
 	}
 	segs := slices.Clone(l.segs[:k])
 	gens := make([]uint64, k)
@@ -295,12 +321,9 @@ func (l *Log) cleanPass(ctx context.Context, o CleanOptions, nowMs int64, st *Cl
 	defer releaseAll(segs)
 
 	buf := make([]byte, 1<<20)
-	pidLast := map[int64]int64{}
-	notePID := func(h BatchHeader) {
-		if h.ProducerID >= 0 && !h.IsControl() {
-			pidLast[h.ProducerID] = max(pidLast[h.ProducerID], h.LastOffset())
-		}
-	}
+	pidLast := map[int64]producerLast{}
+	tx := newTxnScan()
+	var markerBuf []byte
 
 	// The map over [first, passEnd).
 	m := newOffsetMap(o.DedupeBufferBytes)
@@ -308,17 +331,33 @@ func (l *Log) cleanPass(ctx context.Context, o CleanOptions, nowMs int64, st *Cl
 scan:
 	for i, s := range segs {
 		if ends[i] <= first {
-			// Clean section: only the producers' last batches matter.
+			// Clean section: only the producers' last batches and the
+			// transactions matter.
 			sc := batchScanner{f: s.log, limit: sizes[i], buf: buf}
 			for {
-				h, _, _, err := sc.next()
+				h, pos, _, err := sc.next()
 				if err == io.EOF {
 					break
 				}
 				if err != nil {
-					return false, readErr(s, err)
+					return false, -1, readErr(s, err)
 				}
-				notePID(h)
+				notePID(pidLast, h)
+				if h.ProducerID < 0 || !h.IsTransactional() {
+					continue
+				}
+				if !h.IsControl() {
+					tx.data(h)
+					continue
+				}
+				if tx.needsType(h) {
+					markerBuf = slices.Grow(markerBuf[:0], h.Size())[:h.Size()]
+					if err := readFull(s.log, markerBuf, pos); err != nil {
+						return false, -1, readErr(s, err)
+					}
+					commit, _ := MarkerType(markerBuf)
+					tx.marker(h, commit, m)
+				}
 			}
 			buf = sc.buf
 			continue
@@ -330,45 +369,71 @@ scan:
 				break
 			}
 			if err != nil {
-				return false, readErr(s, err)
+				return false, -1, readErr(s, err)
+			}
+			txn := h.ProducerID >= 0 && h.IsTransactional()
+			if h.IsControl() {
+				notePID(pidLast, h)
+				if txn && tx.needsType(h) {
+					commit, _ := MarkerType(b)
+					tx.marker(h, commit, m)
+				}
+				continue
 			}
 			if h.LastOffset() < first {
-				notePID(h)
+				notePID(pidLast, h)
+				if txn {
+					tx.data(h)
+				}
 				continue
 			}
-			if h.IsControl() {
-				notePID(h)
-				continue
-			}
-			if m.len() > 0 && !m.room(int(h.NumRecords)) {
+			if (m.len() > 0 || tx.npend > 0) && !m.room(tx.npend+int(h.NumRecords)) {
 				passEnd = h.BaseOffset
 				buf = sc.buf
 				break scan
 			}
-			notePID(h)
+			notePID(pidLast, h)
+			if txn {
+				tx.data(h)
+			}
 			data, err := decompressInto(h, b)
 			if err != nil {
-				return false, fmt.Errorf("log: clean: segment %d: %w", s.base, err)
+				return false, -1, fmt.Errorf("log: clean: segment %d: %w", s.base, err)
 			}
 			for range h.NumRecords {
 				r, rest, err := parseRawRecord(data)
 				if err != nil {
-					return false, fmt.Errorf("%w: clean: batch %d: %v", ErrCorruptBatch, h.BaseOffset, err)
+					return false, -1, fmt.Errorf("%w: clean: batch %d: %v", ErrCorruptBatch, h.BaseOffset, err)
 				}
 				data = rest
-				if off := h.BaseOffset + r.offDelta; r.hasKey && off >= first {
+				off := h.BaseOffset + r.offDelta
+				switch {
+				case !r.hasKey || off < first:
+				case txn:
+					tx.key(h.ProducerID, m.hash(r.key), off)
+				default:
 					m.put(r.key, off)
 				}
 			}
 			if err := th.add(ctx, h.Size()); err != nil {
-				return false, err
+				return false, -1, err
 			}
 		}
 		buf = sc.buf
 	}
+	// Transactions the map reached but not their markers.
+	from := max(passEnd, l.LogStartOffset())
+	if unstable, err := l.resolveTxns(tx, from, m); err != nil || unstable >= 0 {
+		return false, unstable, err
+	}
 	// Producers' later batches, past the map.
-	if err := l.Batches(max(passEnd, l.LogStartOffset()), func(h BatchHeader) bool { notePID(h); return true }); err != nil {
-		return false, fmt.Errorf("log: clean: %w", err)
+	if err := l.Batches(from, func(h BatchHeader) bool {
+		if h.BaseOffset >= passEnd {
+			notePID(pidLast, h)
+		}
+		return true
+	}); err != nil {
+		return false, -1, fmt.Errorf("log: clean: %w", err)
 	}
 
 	// Rewrite segments from the start up to passEnd, in groups.
@@ -376,7 +441,7 @@ scan:
 	for n < k && segs[n].base < passEnd {
 		n++
 	}
-	f := batchFilter{m: m, passEnd: passEnd, pidLast: pidLast, nowMs: nowMs, horizonMs: nowMs + o.DeleteRetention.Milliseconds()}
+	f := batchFilter{m: m, passEnd: passEnd, pidLast: pidLast, txns: tx, txnData: map[int64]bool{}, nowMs: nowMs, horizonMs: nowMs + o.DeleteRetention.Milliseconds()}
 	var neu []*segment
 	abort := func() {
 		for _, s := range neu {
@@ -399,7 +464,7 @@ scan:
 				neu = append(neu, s)
 			}
 			abort()
-			return false, err
+			return false, -1, err
 		}
 		if s.size > 0 || g == 0 {
 			// The first segment stays even if empty: its base offset
@@ -415,13 +480,13 @@ scan:
 	}
 	if err := syncDir(l.fsys, l.dir); err != nil {
 		abort()
-		return false, fmt.Errorf("log: clean: fsync %s: %w", l.dir, err)
+		return false, -1, fmt.Errorf("log: clean: fsync %s: %w", l.dir, err)
 	}
 	if committed, err := l.swapCleaned(segs[:n], gens[:n], sizes[:n], neu, passEnd); err != nil {
 		if !committed {
 			abort()
 		}
-		return false, err
+		return false, -1, err
 	}
 	st.Passes++
 	st.CleanedTo = passEnd
@@ -430,7 +495,7 @@ scan:
 	for _, s := range neu {
 		st.BytesWritten += s.size
 	}
-	return passEnd < cleanEnd, nil
+	return passEnd < cleanEnd, -1, nil
 }
 
 // writeCleaned writes the cleaned copy of group (consecutive segments)

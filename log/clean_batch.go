@@ -11,8 +11,10 @@ import (
 // batchFilter decides, record by record, what a pass keeps.
 type batchFilter struct {
 	m                *offsetMap
-	passEnd          int64           // records at or past it are kept
-	pidLast          map[int64]int64 // producer id -> last offset of its last data batch
+	passEnd          int64 // records at or past it are kept
+	pidLast          map[int64]producerLast
+	txns             *txnScan       // the pass's transactions
+	txnData          map[int64]bool // producer id -> a batch of its current transaction was met
 	nowMs, horizonMs int64
 	body             []byte       // scratch
 	keep             []keptRecord // scratch
@@ -27,7 +29,12 @@ type keptRecord struct{ raw, body []byte }
 // producer, or nothing.
 func (f *batchFilter) filter(dst, b []byte, h BatchHeader, st *CleanStats) ([]byte, error) {
 	if h.IsControl() {
-		return append(dst, b...), nil
+		return f.filterMarker(dst, b, h, st)
+	}
+	aborted := false
+	if h.ProducerID >= 0 && h.IsTransactional() {
+		f.txnData[h.ProducerID] = true
+		aborted = f.txns.isAborted(h.ProducerID, h.BaseOffset)
 	}
 	data := b[batchHeaderLen:h.Size()]
 	if h.Compression() != CompressionNone {
@@ -47,6 +54,11 @@ func (f *batchFilter) filter(dst, b []byte, h BatchHeader, st *CleanStats) ([]by
 		}
 		data = rest
 		off := h.BaseOffset + r.offDelta
+		if off < f.passEnd && aborted {
+			dropped++
+			st.AbortedRecordsRemoved++
+			continue
+		}
 		if off < f.passEnd && !r.hasKey {
 			dropped++ // as Kafka's cleaner: nothing to keep it by
 			continue
@@ -68,12 +80,15 @@ func (f *batchFilter) filter(dst, b []byte, h BatchHeader, st *CleanStats) ([]by
 		keep = append(keep, keptRecord{r.raw, r.body})
 	}
 	setHorizon := tombstones > 0 && !hasHorizon
-	if dropped == 0 && !setHorizon {
+	keepEmpty := h.ProducerID >= 0 && f.pidLast[h.ProducerID].keepsData(h)
+	if dropped == 0 && !setHorizon && (len(keep) > 0 || keepEmpty) {
 		return append(dst, b...), nil
 	}
 	st.RecordsRemoved += int64(dropped)
 	if len(keep) == 0 {
-		if h.ProducerID < 0 || f.pidLast[h.ProducerID] != h.LastOffset() {
+		if !keepEmpty {
+			// Also a batch emptied by an earlier pass for a producer
+			// that has written since.
 			st.BatchesRemoved++
 			return dst, nil
 		}
@@ -85,6 +100,52 @@ func (f *batchFilter) filter(dst, b []byte, h BatchHeader, st *CleanStats) ([]by
 		binary.BigEndian.PutUint32(out[offRecordCount:], 0)
 		return finishBatch(dst, start), nil
 	}
+	return f.rewrite(dst, b, h, keep, setHorizon)
+}
+
+// filterMarker appends what is left of the transaction marker b: itself
+// while data of its transaction is left before it, then itself with a
+// delete horizon, then, past the horizon, nothing (see clean_txn.go).
+func (f *batchFilter) filterMarker(dst, b []byte, h BatchHeader, st *CleanStats) ([]byte, error) {
+	if h.ProducerID < 0 {
+		return append(dst, b...), nil
+	}
+	had := f.txnData[h.ProducerID]
+	delete(f.txnData, h.ProducerID)
+	if had {
+		return append(dst, b...), nil
+	}
+	if commit, ok := MarkerType(b); ok && !commit {
+		st.EmptyAbortedTxns = append(st.EmptyAbortedTxns, h.BaseOffset)
+	}
+	if h.Attributes&attrDeleteHorizon != 0 {
+		if f.nowMs > h.FirstTimestamp && !f.pidLast[h.ProducerID].keepsMarker(h) {
+			st.MarkersRemoved++
+			st.BatchesRemoved++
+			return dst, nil
+		}
+		return append(dst, b...), nil
+	}
+	data, err := decompressInto(h, b)
+	if err != nil {
+		return dst, err
+	}
+	keep := f.keep[:0]
+	defer func() { f.keep = keep[:0] }()
+	for range h.NumRecords {
+		r, rest, err := parseRawRecord(data)
+		if err != nil {
+			return dst, fmt.Errorf("%w: batch %d: %v", ErrCorruptBatch, h.BaseOffset, err)
+		}
+		data = rest
+		keep = append(keep, keptRecord{r.raw, r.body})
+	}
+	return f.rewrite(dst, b, h, keep, true)
+}
+
+// rewrite appends batch b with only the records keep, and with a delete
+// horizon if setHorizon.
+func (f *batchFilter) rewrite(dst, b []byte, h BatchHeader, keep []keptRecord, setHorizon bool) ([]byte, error) {
 	body := f.body[:0]
 	for _, r := range keep {
 		if !setHorizon {

@@ -35,6 +35,15 @@ func (m *offsetMap) hash(key []byte) keyHash {
 // built).
 func (m *offsetMap) put(key []byte, offset int64) { m.m[m.hash(key)] = offset }
 
+// putMax records offset for the key hashed to h unless a later one is
+// there: a transaction's keys come in at its commit marker, after later
+// records of other producers may have.
+func (m *offsetMap) putMax(h keyHash, offset int64) {
+	if o, ok := m.m[h]; !ok || offset > o {
+		m.m[h] = offset
+	}
+}
+
 // get returns key's latest offset in the dirty section.
 func (m *offsetMap) get(key []byte) (int64, bool) {
 	o, ok := m.m[m.hash(key)]

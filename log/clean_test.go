@@ -82,7 +82,9 @@ func runKeyedWorkload(t testing.TB, l *Log, clk *fakeClock, rng *rand.Rand, n, k
 		}
 		var b []byte
 		var recs []kv
-		control := pid >= 0 && rng.IntN(12) == 0
+		// A marker only after data of its producer: one of a producer
+		// with no data would be kept for its epoch.
+		control := pid >= 0 && seqs[pid] > 0 && rng.IntN(12) == 0
 		if control {
 			recs = []kv{{key: []byte{0, 0, 0, 1}, value: []byte{0, 0, 0, 0, 0, 7}}}
 			b = keyedBatch(t, CompressionNone, attrControl|attrTransactional, pid, 0, -1, ts, recs)
@@ -209,8 +211,13 @@ func (m *cleanModel) check(t testing.TB, l *Log) []Record {
 		byOff[r.offset] = r
 	}
 	want := func(r modelRecord) bool {
-		if r.offset >= m.cleanedTo || r.control {
+		if r.offset >= m.cleanedTo {
 			return true
+		}
+		if r.control {
+			// The workload's markers decide no transaction's data:
+			// they go after the horizon, as tombstones do.
+			return m.lastMs <= m.coverTime[r.batch]+m.deleteRetMs
 		}
 		if r.key == nil {
 			return false // keyless records go, as in Kafka
@@ -545,6 +552,7 @@ func TestCleanReadersAndAppends(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	w := &cleanWorkload{batches: map[int64]BatchHeader{}, pidLast: map[int64]int64{}}
 	runKeyedWorkload(t, l, clk, rng, 200, 20, w)
+	m := &cleanModel{w: w, coverTime: map[int64]int64{}}
 
 	// Pin the first segment as a reader would, then clean it away.
 	l.mu.RLock()
@@ -552,9 +560,11 @@ func TestCleanReadersAndAppends(t *testing.T) {
 	pinnedSize := pinned.size
 	pinned.acquire()
 	l.mu.RUnlock()
-	if _, err := l.Clean(context.Background(), CleanOptions{UpTo: l.EndOffset()}); err != nil {
+	st, err := l.Clean(context.Background(), CleanOptions{UpTo: l.EndOffset()})
+	if err != nil {
 		t.Fatal(err)
 	}
+	m.afterClean(clk.Now().UnixMilli(), st.Passes, st.CleanedTo)
 	old := make([]byte, pinnedSize)
 	if err := readFull(pinned.log, old, 0); err != nil {
 		t.Fatalf("pinned replaced segment: %v", err)
@@ -606,18 +616,17 @@ func TestCleanReadersAndAppends(t *testing.T) {
 		if i%2 == 1 {
 			buffer = offsetMapEntryBytes * 15
 		}
-		_, err := l.Clean(ctx, CleanOptions{UpTo: l.EndOffset(), DedupeBufferBytes: buffer})
+		st, err := l.Clean(ctx, CleanOptions{UpTo: l.EndOffset(), DedupeBufferBytes: buffer})
 		cancel()
 		if err != nil {
 			t.Fatal(err)
 		}
+		m.afterClean(clk.Now().UnixMilli(), st.Passes, st.CleanedTo)
 	}
 	close(stop)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	m := &cleanModel{w: w, coverTime: map[int64]int64{}}
-	m.afterClean(clk.Now().UnixMilli(), 1, l.FirstDirtyOffset())
 	m.check(t, l)
 }
 
@@ -688,7 +697,14 @@ func TestCleanAbortedByTruncate(t *testing.T) {
 // (12.5 MB) by default, WEIR_CLEAN_BENCH_RECORDS others (10,000,000 is
 // about 1.2 GB). Beside MB/s it reports the cleaner's peak heap growth
 // (sampled every 5 ms) against its dedupe buffer.
-func BenchmarkClean(b *testing.B) {
+func BenchmarkClean(b *testing.B) { benchClean(b, false) }
+
+// BenchmarkCleanTxn is BenchmarkClean with the batches written in
+// transactions of four interleaved producers, eight batches each, one
+// transaction in four aborted.
+func BenchmarkCleanTxn(b *testing.B) { benchClean(b, true) }
+
+func benchClean(b *testing.B, txn bool) {
 	records := 100_000
 	if v := os.Getenv("WEIR_CLEAN_BENCH_RECORDS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -708,11 +724,23 @@ func BenchmarkClean(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	value := bytes.Repeat([]byte("v"), 100)
 	recs := make([]kv, 10)
-	for range records / 10 {
+	seqs := map[int64]int32{}
+	txns := 0
+	for i := range records / 10 {
 		for j := range recs {
 			recs[j] = kv{fmt.Appendf(nil, "key-%08d", rng.IntN(keys)), value}
 		}
-		mustAppend(b, src, keyedBatch(b, CompressionNone, 0, -1, -1, -1, 1, recs))
+		if !txn {
+			mustAppend(b, src, keyedBatch(b, CompressionNone, 0, -1, -1, -1, 1, recs))
+			continue
+		}
+		pid := int64(1 + i%4)
+		mustAppend(b, src, keyedBatch(b, CompressionNone, attrTransactional, pid, 0, seqs[pid], 1, recs))
+		seqs[pid] += int32(len(recs))
+		if (i/4)%8 == 7 {
+			mustAppend(b, src, BuildMarker(1, pid, 0, txns%4 != 3, 0))
+			txns++
+		}
 	}
 	src.SetConfig(Config{SegmentBytes: 1, RetentionMs: -1, RetentionBytes: -1, IndexIntervalBytes: 4096, Now: clk.Now})
 	mustAppend(b, src, keyedBatch(b, CompressionNone, 0, -1, -1, -1, 1, []kv{{[]byte("last"), value}}))
