@@ -146,6 +146,7 @@ func topicNames(t *testing.T, cl *kgo.Client) []string {
 // DESCRIBE-filtered metadata, groups that need READ, and a superuser who
 // needs no ACL. Also kcat, refused a topic.
 func TestACLAuthorization(t *testing.T) {
+	t.Parallel()
 	sb := startSecuredBroker(t,
 		map[string]string{"writer": "writer-pw", "reader": "reader-pw", "temp": "temp-pw"},
 		map[string]int32{"ingest": 1, "orders-eu": 2, "orders-secret": 1, "payments": 1})

@@ -78,6 +78,7 @@ func allACLs(t testing.TB, adm *kadm.Client) []string {
 // included; alice, who is not a superuser and has no ALTER on the cluster,
 // is refused with CLUSTER_AUTHORIZATION_FAILED by weirctl and kadm alike.
 func TestACLs(t *testing.T) {
+	t.Parallel()
 	const alicePassword = "alice-secret"
 	b := StartBroker(t)
 	w := newWeirctl(t, b)

@@ -15,6 +15,7 @@ import (
 // not disturb the cluster (it must not take the live broker's place in
 // the controller group).
 func TestClusterNodeIDCollision(t *testing.T) {
+	t.Parallel()
 	bs := StartCluster(t, 3)
 	addrs := freeLoopbackAddrs(t, 3)
 	seeds := make([]string, len(bs))

@@ -101,6 +101,7 @@ func restartAll(t testing.TB, bs []*Broker) {
 // a restart of the whole cluster, refuse bad input naming the property,
 // and DELETE resets them.
 func TestClusterConfigKafkaAPI(t *testing.T) {
+	t.Parallel()
 	bs := StartCluster(t, 3)
 	broker := kmsg.ConfigResourceTypeBroker
 	adm := kadm.NewClient(directClient(t, bs[1]))
@@ -203,6 +204,7 @@ func TestClusterConfigKafkaAPI(t *testing.T) {
 // its Kafka name, and --describe --all lists weir-only properties under
 // their own names.
 func TestBrokerConfigsKafkaConfigsTool(t *testing.T) {
+	t.Parallel()
 	bs := StartCluster(t, 1)
 	boot := strings.Join(kafkaAddrs(bs), ",")
 	run := func(args ...string) string {

@@ -98,6 +98,7 @@ func TestClusterTopicAcrossBrokers(t *testing.T) {
 // used; the killed broker, started again on its data, rejoins and sees the
 // topics created while it was down.
 func TestClusterControllerFailover(t *testing.T) {
+	t.Parallel()
 	bs := StartCluster(t, 3)
 	createTopicVia(t, bs[0], "before", 3)
 	waitTopicEverywhere(t, bs, "before", 3, topicTimeout)
@@ -156,6 +157,7 @@ func TestClusterControllerFailover(t *testing.T) {
 // controller); with a voter that is not the controller killed, the other two
 // voters keep a quorum and topics can still be created.
 func TestClusterFiveBrokers(t *testing.T) {
+	t.Parallel()
 	bs := StartCluster(t, 5)
 	controller, err := clusterView(t, bs)
 	if err != nil {

@@ -67,6 +67,7 @@ func readReplica(t *testing.T, b *Broker, topic string, id [16]byte, epoch int32
 // the next surviving record; ListOffsets and OffsetForLeaderEpoch are
 // unchanged by cleaning.
 func TestCompactedTopicReplicated(t *testing.T) {
+	t.Parallel()
 	racks := []string{"a", "b", "c"}
 	// Raft logs trimmed early, for the wiped replica's rebuild below.
 	bs := StartCluster(t, 3, WithRacks(racks...), WithSet("log_cleaner_backoff_ms", "100"),

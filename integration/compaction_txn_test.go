@@ -20,6 +20,7 @@ import (
 // markers of the emptied aborted transactions after delete.retention.ms,
 // and the consumers still see the same.
 func TestCompactedTopicTransactions(t *testing.T) {
+	t.Parallel()
 	bs := StartCluster(t, 1, WithSet("log_cleaner_backoff_ms", "100"), WithSet("transaction_state_log_num_partitions", "1"))
 	b := bs[0]
 	const topic = "compacted-txn"

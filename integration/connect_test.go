@@ -271,6 +271,7 @@ func compareFiles(t *testing.T, want, got []byte) {
 // stored in weir: the sink ends up equal to the source, nothing copied
 // twice.
 func TestConnectDistributedFileStream(t *testing.T) {
+	t.Parallel()
 	java, jars := kafkaFrameworkJars.get(t) // skips without java or mvn
 	bs := startReplCluster(t, 3, WithSet("cluster.group_initial_rebalance_delay_ms", "0"))
 	w := newConnectWorker(t, java, jars, bs)

@@ -104,6 +104,7 @@ func untilServedAsFollower(t *testing.T, b *Broker, prod *kgo.Client, topic stri
 // cluster, a follower serves read_committed fetches as the leader would
 // (checkFollowerReadCommitted).
 func TestFollowerFetching(t *testing.T) {
+	t.Parallel()
 	racks := []string{"a", "b", "c"}
 	bs := StartCluster(t, 3, WithRacks(racks...), WithSet("transaction_state_log_num_partitions", "2"))
 	const topic = "follower-fetch"
@@ -238,6 +239,7 @@ func checkRawFollowerFetches(t *testing.T, leader, follower *Broker, topic strin
 // TestFollowerFetchingJava: the Java consumer with client.rack reads every
 // record of an RF=3 partition from the follower in its rack.
 func TestFollowerFetchingJava(t *testing.T) {
+	t.Parallel()
 	java, jar := javaTools(t)
 	racks := []string{"a", "b", "c"}
 	bs := StartCluster(t, 3, WithRacks(racks...))

@@ -214,6 +214,7 @@ func TestIdempotentProducerKgo(t *testing.T) {
 // broker, with producer state rebuilt from its log, must neither lose nor
 // duplicate anything: every record exactly once, in order.
 func TestIdempotentAcrossRestart(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"SIGTERM", "SIGKILL"} {
 		t.Run(mode, func(t *testing.T) {
 			b := StartBroker(t)

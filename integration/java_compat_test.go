@@ -221,6 +221,7 @@ func javaTools(t *testing.T) (java, jar string) {
 }
 
 func TestJavaClientCompat(t *testing.T) {
+	t.Parallel()
 	java, jar := javaTools(t)
 
 	for _, scenario := range []string{"admin", "produce-consume", "timestamps", "group"} {

@@ -67,6 +67,7 @@ func toolTable(t *testing.T, out string, header ...string) [][]string {
 // after which the last stable offsets reach the high watermarks and a
 // read_committed consumer still sees only the committed records.
 func TestJavaTransactions(t *testing.T) {
+	t.Parallel()
 	java, jar := javaTools(t) // skips without java or mvn
 	kafkaLibs(t)              // the tools' jars, before the cluster starts
 	bs := startReplCluster(t, 3,

@@ -39,6 +39,7 @@ const (
 // It skips when node or npm is missing. npm ci needs the npm registry the
 // first time (node_modules is git-ignored).
 func TestKafkajsCompat(t *testing.T) {
+	t.Parallel()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("skipping kafkajs compatibility: node is not installed (needs Node >= 18 and npm)")

@@ -67,6 +67,7 @@ func kcatConsume(t *testing.T, bin string, b *Broker, topic string) []string {
 }
 
 func TestKcatInterop(t *testing.T) {
+	t.Parallel()
 	bin := kcatBinary(t)
 	// A new group's first member is not kept waiting for others.
 	b := StartBroker(t, WithSet("cluster.group_initial_rebalance_delay_ms", "0"))

@@ -30,6 +30,7 @@ const kgoCompatTimeout = 6 * time.Minute
 // It skips when a tool the script needs (bash, curl, python3, timeout) is
 // missing.
 func TestKgoCompatShort(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"bash", "curl", "python3", "timeout", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("skipping kgo compatibility: %s is not installed", tool)

@@ -92,6 +92,7 @@ func waitLogged(t testing.TB, bs []*Broker, n int, parts ...string) {
 // the feature back everywhere without a restart and survives one; and its
 // expiry turns the feature off again.
 func TestLicenseGating(t *testing.T) {
+	t.Parallel()
 	clockFile := filepath.Join(t.TempDir(), "clock-offset")
 	setClock := func(d time.Duration) {
 		if err := os.WriteFile(clockFile, []byte(d.String()), 0o644); err != nil {

@@ -94,6 +94,7 @@ func clusterPartitions(t *testing.T, b *Broker, node int32, topics ...string) (p
 // gauges and the cluster config version on three real brokers' /metrics,
 // before and after one of them stops.
 func TestMetricsCluster(t *testing.T) {
+	t.Parallel()
 	bs := startReplCluster(t, 3)
 	const (
 		topic        = "metrics-repl"

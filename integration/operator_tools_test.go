@@ -25,6 +25,7 @@ import (
 // DescribeLogDirs (kadm, then kafka-log-dirs) shows every replica of each
 // broker with its size.
 func TestOperatorTools(t *testing.T) {
+	t.Parallel()
 	bs := startReplCluster(t, 3)
 	waitClusterView(t, bs, 30*time.Second)
 	if code, raw := adminDo(t, bs[0], "PUT", "/v1/cluster_config", `{"upsert":{"enable_leader_balancer":false}}`, nil); code != http.StatusOK {

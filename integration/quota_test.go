@@ -219,6 +219,7 @@ func TestQuotaDescribeAlterRoundTrip(t *testing.T) {
 // TestQuotaKafkaConfigsTool: Kafka's own kafka-configs (ConfigCommand)
 // sets, describes and deletes client and user quotas.
 func TestQuotaKafkaConfigsTool(t *testing.T) {
+	t.Parallel()
 	b := StartBroker(t)
 	configs := func(args ...string) string {
 		t.Helper()

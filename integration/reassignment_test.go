@@ -131,6 +131,7 @@ func waitNoReplicaFiles(t testing.TB, b *Broker, topic string, id [16]byte) {
 // three new replicas, which are byte-identical, and the consumer that read
 // through the move saw exactly those records, in order.
 func TestPartitionReassignment(t *testing.T) {
+	t.Parallel()
 	bs := startReplCluster(t, 4)
 	waitClusterView(t, bs, 30*time.Second)
 	const topic = "reassigned"
@@ -175,6 +176,7 @@ func TestPartitionReassignment(t *testing.T) {
 // each; a reassignment that cannot proceed (its new replica paused) is
 // listed with its adding and removing replicas and cancelled back.
 func TestReassignmentReplicationFactorAndCancel(t *testing.T) {
+	t.Parallel()
 	bs := startReplCluster(t, 3)
 	waitClusterView(t, bs, 30*time.Second)
 	const topic = "refactored"
@@ -259,6 +261,7 @@ func TestReassignmentReplicationFactorAndCancel(t *testing.T) {
 // replication throttles, as it always does), --generate proposes a plan
 // and --cancel stops a move that cannot proceed.
 func TestReassignPartitionsTool(t *testing.T) {
+	t.Parallel()
 	bs := startReplCluster(t, 4)
 	waitClusterView(t, bs, 30*time.Second)
 	const topic = "tool-moved"
@@ -332,6 +335,7 @@ func TestReassignPartitionsTool(t *testing.T) {
 // completion; balance then gives the emptied broker its share back and
 // evens out leadership.
 func TestWeirctlDecommissionAndBalance(t *testing.T) {
+	t.Parallel()
 	bs := startReplCluster(t, 4)
 	waitClusterView(t, bs, 30*time.Second)
 	createReplicatedTopic(t, bs[0], "spread", 8, 2, nil)
@@ -412,6 +416,7 @@ func TestWeirctlDecommissionAndBalance(t *testing.T) {
 // broker deletes its copy when it comes back, and every record acknowledged
 // to an idempotent acks=all producer is there once, in order.
 func TestReassignmentSurvivesLeaderKill(t *testing.T) {
+	t.Parallel()
 	bs := startReplCluster(t, 4)
 	waitClusterView(t, bs, 30*time.Second)
 	const topic = "reassigned-killed"
@@ -445,6 +450,7 @@ func TestReassignmentSurvivesLeaderKill(t *testing.T) {
 // the rate: the copies wait (weir_replication_throttle_seconds_total grows),
 // the move completes, and --verify clears the throttle.
 func TestReassignPartitionsToolThrottled(t *testing.T) {
+	t.Parallel()
 	bs := startReplCluster(t, 3, WithSet("raft_snapshot_entries", "64"), WithSet("raft_trailing_entries", "16"))
 	waitClusterView(t, bs, 30*time.Second)
 	const topic = "tool-throttled"

@@ -131,6 +131,7 @@ func agreedLeaders(views map[int32]map[int32]isrPartition) (map[int32]isrPartiti
 // acknowledged record is then read back once, and the replicas' logs are
 // identical.
 func TestReplicationISRAndPreferredLeader(t *testing.T) {
+	t.Parallel()
 	const (
 		topic      = "repl-balance"
 		partitions = 3

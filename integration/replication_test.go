@@ -70,6 +70,7 @@ func verifyReplicatedTopic(t *testing.T, bs []*Broker, topic string, id [16]byte
 // current leaders and in every replica's segment files, which are
 // byte-identical across the three brokers.
 func TestReplicationDurabilityUnderLeaderKills(t *testing.T) {
+	t.Parallel()
 	bs := startReplCluster(t, 3)
 	const (
 		topic      = "repl-kills"
@@ -130,6 +131,7 @@ func TestReplicationDurabilityUnderLeaderKills(t *testing.T) {
 // present once, in order, and the segment files are identical on all
 // three replicas.
 func TestReplicationPausedLeader(t *testing.T) {
+	t.Parallel()
 	bs := startReplCluster(t, 3)
 	const (
 		topic      = "repl-paused"
@@ -207,6 +209,7 @@ func TestReplicationPausedLeader(t *testing.T) {
 // of its open segment, from which the leader would replicate instead of
 // sending a snapshot.
 func TestReplicationWipedReplicaCatchesUp(t *testing.T) {
+	t.Parallel()
 	bs := startReplCluster(t, 3, WithSet("raft_snapshot_entries", "64"), WithSet("raft_trailing_entries", "16"))
 	const (
 		topic      = "repl-wiped"
@@ -331,6 +334,7 @@ func TestReplicationWipedReplicaCatchesUp(t *testing.T) {
 // once another replica of the __consumer_offsets partition leads and has
 // loaded it, and a new member of the group resumes exactly from them.
 func TestReplicationGroupOffsetsSurviveCoordinatorLoss(t *testing.T) {
+	t.Parallel()
 	bs := startReplCluster(t, 3)
 	const (
 		topic        = "repl-groups"

@@ -36,6 +36,7 @@ import (
 // membership), its OffsetManager and ClusterAdmin's group calls at several
 // Versions: see saramaGroupCases and saramaGroup.
 func TestSaramaCompat(t *testing.T) {
+	t.Parallel()
 	logs := captureSaramaLog(t)
 	// A new group's first member is not kept waiting for others.
 	b := StartBroker(t, WithSet("cluster.group_initial_rebalance_delay_ms", "0"))

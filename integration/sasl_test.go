@@ -22,6 +22,7 @@ import (
 // Java client, where installed); a client without credentials, a wrong
 // password and an unknown user are refused.
 func TestSASLListener(t *testing.T) {
+	t.Parallel()
 	b := StartBroker(t)
 	const topic = "secured"
 	createTopicVia(t, b, topic, 1)

@@ -332,6 +332,7 @@ func (w *wordCountRig) start(t *testing.T) *jvmProcess {
 // application restores the store from the changelog topic and the counts
 // continue from there, exactly.
 func TestStreamsWordCountRestore(t *testing.T) {
+	t.Parallel()
 	w := newWordCountRig(t)
 	bs, adm := w.bs, w.adm
 
@@ -515,6 +516,7 @@ func describeTxn(t *testing.T, adm *kadm.Client, id string) kadm.DescribedTransa
 // the true count, and the last is exact. A read_uncommitted reader may see
 // more: the aborted transaction's updates, repeated after the restart.
 func TestStreamsWordCountExactlyOnce(t *testing.T) {
+	t.Parallel()
 	// A transaction a second, so that a kill finds one open.
 	w := newWordCountRig(t, "processing.guarantee=exactly_once_v2", "statestore.cache.max.bytes=0", "commit.interval.ms=1000")
 	counts := newCountReader(t, w.bs, kgo.ReadCommitted())

@@ -32,6 +32,7 @@ var kafka41TopicConfigs = []string{
 // new ones, shows them set on the topic, deletes them, and reports why a
 // value weir cannot honour is refused.
 func TestTopicConfigsKafkaConfigsTool(t *testing.T) {
+	t.Parallel()
 	bs := StartCluster(t, 1)
 	boot := strings.Join(kafkaAddrs(bs), ",")
 	const topic = "tool-configs"
@@ -214,6 +215,7 @@ func TestTopicConfigsEnforced(t *testing.T) {
 // Raft majority commits it), and accepted again at
 // min.insync.replicas=2.
 func TestMinInsyncReplicasCluster(t *testing.T) {
+	t.Parallel()
 	bs := StartCluster(t, 3)
 	adm := kadm.NewClient(directClient(t, bs[0]))
 	const topic = "min-isr"

@@ -160,6 +160,7 @@ func TestTransactionsCommitAndAbort(t *testing.T) {
 // every input record exactly once, and the group's offsets end at the
 // input's end.
 func TestTransactionsConsumeTransformProduce(t *testing.T) {
+	t.Parallel()
 	bs := StartCluster(t, 3, WithSet("transaction_state_log_num_partitions", "4"), WithSet("group_initial_rebalance_delay_ms", "0"))
 	const in, out, records = "eos-in", "eos-out", 400
 	createReplicatedTopic(t, bs[0], in, 2, 3, nil)
@@ -253,6 +254,7 @@ func TestTransactionsConsumeTransformProduce(t *testing.T) {
 // writing to the same transaction and commits it, and a read_committed
 // reader sees all of it exactly once.
 func TestTransactionsCoordinatorFailover(t *testing.T) {
+	t.Parallel()
 	bs := StartCluster(t, 3, WithSet("transaction_state_log_num_partitions", "1"))
 	const topic = "txn-failover"
 	createReplicatedTopic(t, bs[0], topic, 2, 3, nil)

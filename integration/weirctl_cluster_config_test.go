@@ -17,6 +17,7 @@ import (
 // nothing, export/import round-trips, status lists every broker, and the
 // imported values are kept and in effect after a full restart.
 func TestWeirctlClusterConfig(t *testing.T) {
+	t.Parallel()
 	bs := StartCluster(t, 3)
 	w := newWeirctl(t, bs[0])
 	url := func(b *Broker) string { return "http://" + b.AdminAddr }
