@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -27,7 +28,7 @@ import (
 func committedRecords(t *testing.T, data []byte, aborted []AbortedTxn, out map[string]string) (next int64) {
 	t.Helper()
 	queue := slices.Clone(aborted)
-	slices.SortFunc(queue, func(a, b AbortedTxn) int { return cmpInt64(a.FirstOffset, b.FirstOffset) })
+	slices.SortFunc(queue, func(a, b AbortedTxn) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
 	abortedPIDs := map[int64]bool{}
 	hs, err := log.ValidateStored(data)
 	if err != nil {

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -76,7 +77,7 @@ func (a *abortedTxns) add(t abortedTxn) {
 // start moved past them); p.appendMu is held.
 func (a *abortedTxns) dropBefore(offset int64) {
 	l := a.load()
-	i, _ := slices.BinarySearchFunc(l, offset, func(t abortedTxn, off int64) int { return cmpInt64(t.Last, off) })
+	i, _ := slices.BinarySearchFunc(l, offset, func(t abortedTxn, off int64) int { return cmp.Compare(t.Last, off) })
 	if i > 0 {
 		rest := slices.Clone(l[i:])
 		a.list.Store(&rest)
@@ -87,21 +88,11 @@ func (a *abortedTxns) dropBefore(offset int64) {
 // log was cut there); p.appendMu is held.
 func (a *abortedTxns) dropFrom(offset int64) {
 	l := a.load()
-	i, _ := slices.BinarySearchFunc(l, offset, func(t abortedTxn, off int64) int { return cmpInt64(t.Last, off) })
+	i, _ := slices.BinarySearchFunc(l, offset, func(t abortedTxn, off int64) int { return cmp.Compare(t.Last, off) })
 	if i < len(l) {
 		kept := slices.Clone(l[:i])
 		a.list.Store(&kept)
 	}
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // AbortedTxn is one entry of a read_committed fetch's
@@ -121,7 +112,7 @@ var noAborted = []AbortedTxn{}
 // past upperBound, past which none can qualify.
 func (p *Partition) abortedBetween(offset, upperBound int64) []AbortedTxn {
 	l := p.aborted.load()
-	i, _ := slices.BinarySearchFunc(l, offset, func(t abortedTxn, off int64) int { return cmpInt64(t.Last, off) })
+	i, _ := slices.BinarySearchFunc(l, offset, func(t abortedTxn, off int64) int { return cmp.Compare(t.Last, off) })
 	out := noAborted
 	for _, t := range l[i:] {
 		if t.First < upperBound {

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 )
@@ -106,21 +107,11 @@ func (t *txnScan) key(pid int64, h keyHash, off int64) {
 // belongs to an aborted transaction.
 func (t *txnScan) isAborted(pid, offset int64) bool {
 	spans := t.aborted[pid]
-	i, found := slices.BinarySearchFunc(spans, offset, func(s txnSpan, off int64) int { return cmpOffset(s.first, off) })
+	i, found := slices.BinarySearchFunc(spans, offset, func(s txnSpan, off int64) int { return cmp.Compare(s.first, off) })
 	if found {
 		return true
 	}
 	return i > 0 && offset < spans[i-1].marker
-}
-
-func cmpOffset(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // resolve decides the transactions still undecided at the end of the

@@ -122,7 +122,16 @@ func mapsEqual(a, b map[int32]int64) bool {
 // ReadReplicaLog reads node id's copy of partition p from its start up
 // to end, decoding every batch (CRC checked).
 func (c *Cluster) ReadReplicaLog(ctx context.Context, id int, topic string, topicID [16]byte, p int32, end int64) ([]logRecord, error) {
-	var out []logRecord
+	return readReplica(ctx, c, id, topic, topicID, p, end, decodeBatches, func(r logRecord) int64 { return r.Offset })
+}
+
+// readReplica reads node id's copy of partition p from its start up to
+// end, fetch after fetch, decoding each answer's complete batches with
+// decode (which returns the offset to fetch next) and keeping the items
+// whose offset (at) is below end.
+func readReplica[T any](ctx context.Context, c *Cluster, id int, topic string, topicID [16]byte, p int32, end int64,
+	decode func(data []byte, from int64) ([]T, int64, error), at func(T) int64) ([]T, error) {
+	var out []T
 	offset := int64(0)
 	for round := 0; offset < end; round++ {
 		if round == maxFetchRounds {
@@ -136,16 +145,16 @@ func (c *Cluster) ReadReplicaLog(ctx context.Context, id int, topic string, topi
 		if err != nil {
 			return nil, err
 		}
-		recs, next, err := decodeBatches(rp.RecordBatches, offset)
+		items, next, err := decode(rp.RecordBatches, offset)
 		if err != nil {
 			return nil, fmt.Errorf("node %d: %s/%d at offset %d: %w", id, topic, p, offset, err)
 		}
 		if next <= offset {
 			return nil, fmt.Errorf("node %d: %s/%d: no records at offset %d below its end %d", id, topic, p, offset, end)
 		}
-		for _, r := range recs {
-			if r.Offset < end {
-				out = append(out, r)
+		for _, it := range items {
+			if at(it) < end {
+				out = append(out, it)
 			}
 		}
 		offset = next

@@ -205,35 +205,7 @@ func (c *Cluster) ReadCommittedView(ctx context.Context, id int, topic string, t
 // ReadReplicaBatches reads node id's copy of partition p from its start up
 // to end as batches, markers included.
 func (c *Cluster) ReadReplicaBatches(ctx context.Context, id int, topic string, topicID [16]byte, p int32, end int64) ([]txnBatch, error) {
-	var out []txnBatch
-	offset := int64(0)
-	for round := 0; offset < end; round++ {
-		if round == maxFetchRounds {
-			return nil, fmt.Errorf("node %d: %s/%d: still at offset %d of %d after %d fetches", id, topic, p, offset, end, round)
-		}
-		rp, err := c.fetchOnce(ctx, id, topic, topicID, p, offset, 8<<20)
-		if errors.Is(err, kerr.OffsetOutOfRange) && offset == 0 && rp.LogStartOffset > 0 {
-			offset = rp.LogStartOffset
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		batches, next, err := decodeTxnBatches(rp.RecordBatches, offset)
-		if err != nil {
-			return nil, fmt.Errorf("node %d: %s/%d at offset %d: %w", id, topic, p, offset, err)
-		}
-		if next <= offset {
-			return nil, fmt.Errorf("node %d: %s/%d: no records at offset %d below its end %d", id, topic, p, offset, end)
-		}
-		for _, b := range batches {
-			if b.FirstOffset < end {
-				out = append(out, b)
-			}
-		}
-		offset = next
-	}
-	return out, nil
+	return readReplica(ctx, c, id, topic, topicID, p, end, decodeTxnBatches, func(b txnBatch) int64 { return b.FirstOffset })
 }
 
 // markerView is what read_committed should return of a partition whose
