@@ -154,15 +154,15 @@ func (fe *FetchPath) Fetch(ctx context.Context, req *FetchRequest, out []FetchRe
 		}
 	}()
 	defer fe.countServed(out)
+	total, answerNow := fe.readOnce(ctx, req, maxBytes, out)
 	for {
-		total, answerNow := fe.readOnce(ctx, req, maxBytes, out)
 		if total >= minBytes || answerNow || req.MaxWait <= 0 || len(req.Partitions) == 0 || ctx.Err() != nil {
 			return
 		}
 		if w == nil {
-			// Register, then read again: an append that landed between
-			// the first read and the registration is seen by the read.
-			// A single partition wakes the fetch only once enough bytes
+			// Register, then look again: an append that landed between
+			// the first read and the registration is seen then. A
+			// single partition wakes the fetch only once enough bytes
 			// arrived since its read; with several, any append may
 			// complete the sum.
 			w = fe.fetchWait(req.MaxWait)
@@ -176,7 +176,12 @@ func (fe *FetchPath) Fetch(ctx context.Context, req *FetchRequest, out []FetchRe
 					w.parts = append(w.parts, p)
 				}
 			}
-			continue
+			// Nothing appended since the read: it stands, and an idle
+			// fetch of many partitions is spared a second pass.
+			if arrivedSince(out) > 0 {
+				total, answerNow = fe.readOnce(ctx, req, maxBytes, out)
+				continue
+			}
 		}
 		// Like Kafka's DelayedFetch, count what arrives instead of
 		// reading it: read again only once it may reach minBytes.
@@ -194,6 +199,7 @@ func (fe *FetchPath) Fetch(ctx context.Context, req *FetchRequest, out []FetchRe
 				return
 			}
 		}
+		total, answerNow = fe.readOnce(ctx, req, maxBytes, out)
 	}
 }
 
