@@ -47,6 +47,10 @@ type FetchRequest struct {
 	// in-sync replica there.
 	RackID     string
 	Partitions []FetchPartition
+	// Waiter, set for a fetch session's fetches, keeps the session's
+	// wake-up registered with its partitions between fetches; nil: the
+	// fetch registers its own while it waits.
+	Waiter *SessionWaiter
 }
 
 // FetchResult is one partition's answer.
@@ -148,6 +152,7 @@ func (fe *FetchPath) Fetch(ctx context.Context, req *FetchRequest, out []FetchRe
 		minBytes = int(maxBytes)
 	}
 	var w *fetchWait
+	var wake <-chan struct{}
 	defer func() {
 		if w != nil {
 			fe.releaseFetchWait(w)
@@ -164,16 +169,22 @@ func (fe *FetchPath) Fetch(ctx context.Context, req *FetchRequest, out []FetchRe
 			// the first read and the registration is seen then. A
 			// single partition wakes the fetch only once enough bytes
 			// arrived since its read; with several, any append may
-			// complete the sum.
+			// complete the sum. A fetch session's partitions stay
+			// registered between its fetches.
 			w = fe.fetchWait(req.MaxWait)
-			for i, fp := range req.Partitions {
-				if p, _, err := fp.resolve(req.FollowerOK); err == nil {
-					wakeAt := p.log.AppendedBytes() + 1
-					if len(req.Partitions) == 1 && out[i].part == p {
-						wakeAt = out[i].appendedBefore + int64(minBytes-total)
+			wake = w.wake
+			if req.Waiter != nil && len(req.Partitions) > 1 && req.Waiter.register(req) {
+				wake = req.Waiter.wake
+			} else {
+				for i, fp := range req.Partitions {
+					if p, _, err := fp.resolve(req.FollowerOK); err == nil {
+						wakeAt := p.log.AppendedBytes() + 1
+						if len(req.Partitions) == 1 && out[i].part == p {
+							wakeAt = out[i].appendedBefore + int64(minBytes-total)
+						}
+						p.addWaiter(w.wake, wakeAt)
+						w.parts = append(w.parts, p)
 					}
-					p.addWaiter(w.wake, wakeAt)
-					w.parts = append(w.parts, p)
 				}
 			}
 			// Nothing appended since the read: it stands, and an idle
@@ -188,7 +199,7 @@ func (fe *FetchPath) Fetch(ctx context.Context, req *FetchRequest, out []FetchRe
 	wait:
 		for {
 			select {
-			case <-w.wake:
+			case <-wake:
 				if total+arrivedSince(out) >= minBytes {
 					break wait
 				}

@@ -346,6 +346,7 @@ func (c *clientConn) startPlan(req *kmsg.FetchRequest) *fetchScratch {
 		p.req.RackID = req.Rack
 	}
 	p.req.Partitions = p.req.Partitions[:0]
+	p.req.Waiter = nil
 	p.cached = p.cached[:0]
 	return p
 }
@@ -434,6 +435,7 @@ func (c *clientConn) sessionFetchPlan(req *kmsg.FetchRequest, fc fetchContext, a
 		})
 		p.cached = append(p.cached, cp)
 	}
+	p.req.Waiter = sess.waiter
 	p.sizeResults()
 	return p
 }

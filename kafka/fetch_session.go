@@ -105,6 +105,10 @@ type fetchSession struct {
 	evictableByAll  bool // old enough for any new session to evict, as of the last use
 	evictableByPriv bool // evictable by a privileged new session, as of the last use
 
+	// waiter keeps the session's long polls registered with its
+	// partitions between fetches; closed with the session.
+	waiter *broker.SessionWaiter
+
 	mu    sync.Mutex
 	epoch int32 // the epoch the next incremental request must carry
 	// topics are the session's topics; partitions point at them, so that
@@ -177,7 +181,7 @@ func (cp *cachedPartition) mustRespond(r *broker.FetchResult, update bool) bool 
 
 func newFetchSession(privileged, usesIDs bool) *fetchSession {
 	return &fetchSession{
-		privileged: privileged, usesIDs: usesIDs, cachedSize: -1, epoch: nextFetchEpoch(initialEpoch),
+		privileged: privileged, usesIDs: usesIDs, cachedSize: -1, epoch: nextFetchEpoch(initialEpoch), waiter: broker.NewSessionWaiter(),
 		topics: map[sessionTopicKey]*sessionTopic{}, parts: map[sessionPartKey]*cachedPartition{},
 	}
 }
@@ -466,6 +470,7 @@ func (c *fetchSessionCache) removeLocked(s *fetchSession) {
 		return
 	}
 	delete(c.sessions, s.id)
+	s.waiter.Close()
 	c.count.Store(int64(len(c.sessions)))
 	if s.cachedSize >= 0 {
 		c.partitions.Add(-int64(s.cachedSize))
