@@ -546,3 +546,30 @@ func BenchmarkFetchSessionIdle(b *testing.B) {
 
 // nextEpochN is the session epoch of the n-th incremental fetch.
 func nextEpochN(n int) int32 { return int32((n-1)%(1<<31-1)) + 1 }
+
+// TestFetchSessionAuthorization: a session's topics are authorized on
+// every fetch, not once when they join it: a topic the principal may not
+// read is listed with TOPIC_AUTHORIZATION_FAILED each time, and once READ
+// is granted the next incremental fetch lists it without the error.
+func TestFetchSessionAuthorization(t *testing.T) {
+	f := newAuthorizationFixture(t)
+	seedACLs(t, f.b, grantTopic("payments", kmsg.ACLOperationRead))
+	full := sessionFetch(12, "payments", [16]byte{}, 0, 0, map[int32]int64{0: 0})
+	orders := sessionFetch(12, "orders", [16]byte{}, 0, 0, map[int32]int64{0: 0})
+	full.Topics = append(full.Topics, orders.Topics...)
+	resp := fetchOK(t, f.c, full)
+	denied := fmt.Sprintf("0:0!%d", kerr.TopicAuthorizationFailed.Code)
+	if got := listed(t, resp); len(got) != 2 || got[1] != denied || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("full: response lists %v, want payments and %s", got, denied)
+	}
+	id := resp.SessionID
+	// payments' offset moves to its end: from now on nothing changes.
+	req := sessionFetch(12, "payments", [16]byte{}, id, 1, map[int32]int64{0: resp.Topics[0].Partitions[0].HighWatermark})
+	resp = fetchOK(t, f.c, req)
+	wantListed(t, "incremental, orders denied", resp, denied)
+	seedACLs(t, f.b, grantTopic("orders", kmsg.ACLOperationRead))
+	resp = fetchOK(t, f.c, sessionFetch(12, "", [16]byte{}, id, 2, nil))
+	if len(resp.Topics) != 1 || resp.Topics[0].Topic != "orders" || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("incremental, orders granted: response lists %v, want orders without an error", listed(t, resp))
+	}
+}
