@@ -173,7 +173,7 @@ func (fe *FetchPath) Fetch(ctx context.Context, req *FetchRequest, out []FetchRe
 			// registered between its fetches.
 			w = fe.fetchWait(req.MaxWait)
 			wake = w.wake
-			if req.Waiter != nil && len(req.Partitions) > 1 && req.Waiter.register(req) {
+			if req.Waiter != nil && len(req.Partitions) > 1 && req.Waiter.register(out) {
 				wake = req.Waiter.wake
 			} else {
 				for i, fp := range req.Partitions {
@@ -315,7 +315,9 @@ func (fe *FetchPath) readOnce(ctx context.Context, req *FetchRequest, maxBytes i
 				continue
 			}
 		}
-		if fp.Offset >= upTo && (fp.Offset <= p.log.EndOffset() || !leader) {
+		// At upTo exactly (an idle consumer's every partition) the
+		// offset is valid without asking the log for its end.
+		if fp.Offset == upTo || (fp.Offset > upTo && (fp.Offset <= p.log.EndOffset() || !leader)) {
 			// Caught up (the offset is valid but nothing is readable
 			// yet): the answer is empty without a read. Long-polling
 			// consumers spend most passes here.

@@ -20,6 +20,7 @@ type SessionWaiter struct {
 	closed bool
 	gen    uint64
 	parts  map[*Partition]uint64 // generation of the last fetch that read it
+	seq    []*Partition          // what the last fetch read, in order
 }
 
 // NewSessionWaiter returns a waiter registered with no partition.
@@ -27,20 +28,43 @@ func NewSessionWaiter() *SessionWaiter {
 	return &SessionWaiter{wake: make(chan struct{}, 1), parts: map[*Partition]uint64{}}
 }
 
-// register makes the waiter registered with exactly req's partitions
-// that resolve, and empties its channel. It reports false once the
-// waiter is closed: the fetch then registers a waiter of its own.
-func (sw *SessionWaiter) register(req *FetchRequest) bool {
+// register makes the waiter registered with exactly the partitions the
+// fetch just read (out), and empties its channel. It reports false once
+// the waiter is closed: the fetch then registers a waiter of its own.
+//
+// An idle session reads the same partitions in the same order fetch
+// after fetch: that is checked by comparing pointers, and only a change
+// (a partition added, forgotten, moved in the order, or replaced by a new
+// replica) costs a map update per partition.
+func (sw *SessionWaiter) register(out []FetchResult) bool {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	if sw.closed {
 		return false
 	}
+	same := len(sw.seq) == len(out)
+	for i := 0; same && i < len(out); i++ {
+		same = sw.seq[i] == out[i].part
+	}
+	if !same {
+		sw.update(out)
+	}
+	// What arrived before now is counted by the caller, not waited for.
+	select {
+	case <-sw.wake:
+	default:
+	}
+	return true
+}
+
+func (sw *SessionWaiter) update(out []FetchResult) {
 	sw.gen++
+	sw.seq = sw.seq[:0]
 	n := 0
-	for i := range req.Partitions {
-		p, _, err := req.Partitions[i].resolve(req.FollowerOK)
-		if err != nil {
+	for i := range out {
+		p := out[i].part
+		sw.seq = append(sw.seq, p)
+		if p == nil {
 			continue
 		}
 		if _, ok := sw.parts[p]; !ok {
@@ -60,12 +84,6 @@ func (sw *SessionWaiter) register(req *FetchRequest) bool {
 			}
 		}
 	}
-	// What arrived before now is counted by the caller, not waited for.
-	select {
-	case <-sw.wake:
-	default:
-	}
-	return true
 }
 
 // Close removes the waiter from every partition; the session is gone.
@@ -77,6 +95,7 @@ func (sw *SessionWaiter) Close() {
 		p.removeWaiter(sw.wake)
 	}
 	clear(sw.parts)
+	sw.seq = nil
 }
 
 // registered is how many partitions the waiter is registered with.
