@@ -86,6 +86,19 @@ func (sw *SessionWaiter) update(out []FetchResult) {
 	}
 }
 
+// Release removes the waiter from every partition while its session is
+// idle, so that appends do not keep signalling a session nobody fetches
+// with; the session's next long poll registers it again.
+func (sw *SessionWaiter) Release() {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	for p := range sw.parts {
+		p.removeWaiter(sw.wake)
+	}
+	clear(sw.parts)
+	sw.seq = sw.seq[:0]
+}
+
 // Close removes the waiter from every partition; the session is gone.
 func (sw *SessionWaiter) Close() {
 	sw.mu.Lock()
@@ -98,8 +111,8 @@ func (sw *SessionWaiter) Close() {
 	sw.seq = nil
 }
 
-// registered is how many partitions the waiter is registered with.
-func (sw *SessionWaiter) registered() int {
+// Registered is how many partitions the waiter is registered with.
+func (sw *SessionWaiter) Registered() int {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	return len(sw.parts)

@@ -41,7 +41,7 @@ func TestSessionWaiter(t *testing.T) {
 	}
 	// Nothing to read: the poll times out, the waiter stays.
 	poll()
-	if n := sw.registered(); n != 3 {
+	if n := sw.Registered(); n != 3 {
 		t.Fatalf("registered with %d partitions after a poll, want 3", n)
 	}
 	for p := range int32(3) {
@@ -75,8 +75,8 @@ func TestSessionWaiter(t *testing.T) {
 	req.MaxWait = 20 * time.Millisecond
 	out = out[:2]
 	poll()
-	if n := waitersOf(t, tp, 0); n != 0 || sw.registered() != 2 {
-		t.Fatalf("after partition 0 left: %d waiters on it, registered with %d", n, sw.registered())
+	if n := waitersOf(t, tp, 0); n != 0 || sw.Registered() != 2 {
+		t.Fatalf("after partition 0 left: %d waiters on it, registered with %d", n, sw.Registered())
 	}
 	sw.Close()
 	for p := range int32(3) {

@@ -30,6 +30,7 @@ package kafka
 // Kafka's does.
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -54,6 +55,12 @@ const (
 // may (Kafka's min.incremental.fetch.session.eviction.ms, not
 // configurable there either).
 const fetchSessionEviction = 120 * time.Second
+
+// fetchSessionIdleRelease is how long a session goes without a fetch
+// before its waiter leaves its partitions (sweepIdle): longer than any
+// fetch's max wait, which Kafka clients keep below their request timeout
+// (30 s by default), so that no waiting fetch loses its wake-ups.
+const fetchSessionIdleRelease = 60 * time.Second
 
 // nextFetchEpoch is the epoch that follows epoch: one more, wrapping to
 // 1 (0 would mean a new full fetch).
@@ -454,6 +461,35 @@ func (c *fetchSessionCache) tryEvictLocked(privileged bool, size int, now time.T
 	c.removeLocked(victim)
 	c.evictions.Add(1)
 	return true
+}
+
+// sweepIdle releases the waiters of sessions unused for longer than
+// fetchSessionIdleRelease: a consumer that went away without closing its
+// session (a crash, a lost connection) would otherwise keep its waiter on
+// every partition it read until the cache evicts the session, which it
+// does only when full, and every append would signal it.
+func (c *fetchSessionCache) sweepIdle(now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.sessions {
+		if now.Sub(s.lastUsed) > fetchSessionIdleRelease {
+			s.waiter.Release()
+		}
+	}
+}
+
+// run sweeps idle sessions every interval until ctx ends.
+func (c *fetchSessionCache) run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.sweepIdle(c.now())
+		}
+	}
 }
 
 // remove closes a session, if it exists.

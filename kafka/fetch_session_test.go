@@ -573,3 +573,40 @@ func TestFetchSessionAuthorization(t *testing.T) {
 		t.Fatalf("incremental, orders granted: response lists %v, want orders without an error", listed(t, resp))
 	}
 }
+
+// TestFetchSessionSweepIdle: a session nobody fetched with for a minute
+// leaves its partitions' waiters (appends stop signalling it) but stays
+// cached; its next long poll registers again and is woken as before.
+func TestFetchSessionSweepIdle(t *testing.T) {
+	s, b, addr := startServer(t)
+	tp, _ := b.CreateTopic(broker.CreateTopicRequest{Name: "sweep", Partitions: 2})
+	c := dial(t, addr)
+	id := fetchOK(t, c, sessionFetch(12, "sweep", tp.ID, 0, 0, map[int32]int64{0: 0, 1: 0})).SessionID
+	req := sessionFetch(12, "sweep", tp.ID, id, 1, nil)
+	req.MinBytes, req.MaxWaitMillis = 1, 10
+	fetchOK(t, c, req)
+	s.fetchSessions.mu.Lock()
+	sess := s.fetchSessions.sessions[id]
+	s.fetchSessions.mu.Unlock()
+
+	s.fetchSessions.sweepIdle(time.Now())
+	if !sessionRegistered(sess) {
+		t.Fatal("a session used just now was released")
+	}
+	s.fetchSessions.sweepIdle(time.Now().Add(fetchSessionIdleRelease + time.Second))
+	if sessionRegistered(sess) {
+		t.Fatal("an idle session's waiter is still registered")
+	}
+	req = sessionFetch(12, "sweep", tp.ID, id, 2, nil)
+	req.MinBytes, req.MaxWaitMillis = 1, 30_000
+	corr := c.send(req)
+	time.Sleep(50 * time.Millisecond)
+	produceTo(t, dial(t, addr), "sweep", 1, 1)
+	wantListed(t, "woken after a sweep", c.read(req, corr).(*kmsg.FetchResponse), "1:1")
+}
+
+// sessionRegistered reports whether the session's waiter is registered
+// with any partition: released, it wakes on nothing.
+func sessionRegistered(s *fetchSession) bool {
+	return s.waiter.Registered() > 0
+}

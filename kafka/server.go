@@ -114,8 +114,14 @@ func NewServer(b *broker.Broker, opts Options) (*Server, error) {
 	s.fetchSessions = newFetchSessionCache(func() int {
 		return int(s.props.Properties().Int("max_incremental_fetch_session_cache_slots"))
 	}, fetchSessionEviction, time.Now)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.fetchSessions.run(s.reloads, 10*time.Second)
+	}()
 	m, err := newMetrics(opts.Registerer, s.topics, s.pool, s.fetchSessions)
 	if err != nil {
+		s.stopReloads()
 		return nil, err
 	}
 	s.metrics = m
