@@ -23,7 +23,7 @@ BENCH_RECORDS ?= 500000
 BENCH_RECORD_SIZE ?= 1024
 BENCH_REPLICATION_RECORDS ?= 200000
 
-.PHONY: all build run cluster cluster-stop test unit integration bench bench-go bench-e2e bench-replication bench-fanout bench-memory bench-scale bench-produce compat compat-short compat-cluster chaos fuzz soak lint fmt clean
+.PHONY: all build run cluster cluster-stop test unit integration bench bench-go bench-e2e bench-replication bench-fanout bench-fetch-sessions bench-memory bench-scale bench-produce compat compat-short compat-cluster chaos fuzz soak lint fmt clean
 
 all: build
 
@@ -79,6 +79,12 @@ bench-replication: build
 # (docs/coalescing.md). Not part of make bench: it takes a few minutes.
 bench-fanout: build
 	./.ci/bench-fanout.sh
+
+# What an idle consumer of 1,000 partitions costs with fetch sessions
+# (KIP-227) and without, side by side in one run (docs/architecture.md).
+# Not part of make bench: it takes a few minutes.
+bench-fetch-sessions: build
+	./.ci/bench-fetch-sessions.sh
 
 # Broker memory under a fetch storm (200 consumers, each asking for 50 MiB of
 # a 2 GiB backlog at once, with producers and a stalled consumer), with

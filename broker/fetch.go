@@ -47,6 +47,10 @@ type FetchRequest struct {
 	// in-sync replica there.
 	RackID     string
 	Partitions []FetchPartition
+	// Waiter, set for a fetch session's fetches, keeps the session's
+	// wake-up registered with its partitions between fetches; nil: the
+	// fetch registers its own while it waits.
+	Waiter *SessionWaiter
 }
 
 // FetchResult is one partition's answer.
@@ -148,42 +152,54 @@ func (fe *FetchPath) Fetch(ctx context.Context, req *FetchRequest, out []FetchRe
 		minBytes = int(maxBytes)
 	}
 	var w *fetchWait
+	var wake <-chan struct{}
 	defer func() {
 		if w != nil {
 			fe.releaseFetchWait(w)
 		}
 	}()
 	defer fe.countServed(out)
+	total, answerNow := fe.readOnce(ctx, req, maxBytes, out)
 	for {
-		total, answerNow := fe.readOnce(ctx, req, maxBytes, out)
 		if total >= minBytes || answerNow || req.MaxWait <= 0 || len(req.Partitions) == 0 || ctx.Err() != nil {
 			return
 		}
 		if w == nil {
-			// Register, then read again: an append that landed between
-			// the first read and the registration is seen by the read.
-			// A single partition wakes the fetch only once enough bytes
+			// Register, then look again: an append that landed between
+			// the first read and the registration is seen then. A
+			// single partition wakes the fetch only once enough bytes
 			// arrived since its read; with several, any append may
-			// complete the sum.
+			// complete the sum. A fetch session's partitions stay
+			// registered between its fetches.
 			w = fe.fetchWait(req.MaxWait)
-			for i, fp := range req.Partitions {
-				if p, _, err := fp.resolve(req.FollowerOK); err == nil {
-					wakeAt := p.log.AppendedBytes() + 1
-					if len(req.Partitions) == 1 && out[i].part == p {
-						wakeAt = out[i].appendedBefore + int64(minBytes-total)
+			wake = w.wake
+			if req.Waiter != nil && len(req.Partitions) > 1 && req.Waiter.register(out) {
+				wake = req.Waiter.wake
+			} else {
+				for i, fp := range req.Partitions {
+					if p, _, err := fp.resolve(req.FollowerOK); err == nil {
+						wakeAt := p.log.AppendedBytes() + 1
+						if len(req.Partitions) == 1 && out[i].part == p {
+							wakeAt = out[i].appendedBefore + int64(minBytes-total)
+						}
+						p.addWaiter(w.wake, wakeAt)
+						w.parts = append(w.parts, p)
 					}
-					p.addWaiter(w.wake, wakeAt)
-					w.parts = append(w.parts, p)
 				}
 			}
-			continue
+			// Nothing appended since the read: it stands, and an idle
+			// fetch of many partitions is spared a second pass.
+			if arrivedSince(out) > 0 {
+				total, answerNow = fe.readOnce(ctx, req, maxBytes, out)
+				continue
+			}
 		}
 		// Like Kafka's DelayedFetch, count what arrives instead of
 		// reading it: read again only once it may reach minBytes.
 	wait:
 		for {
 			select {
-			case <-w.wake:
+			case <-wake:
 				if total+arrivedSince(out) >= minBytes {
 					break wait
 				}
@@ -194,6 +210,7 @@ func (fe *FetchPath) Fetch(ctx context.Context, req *FetchRequest, out []FetchRe
 				return
 			}
 		}
+		total, answerNow = fe.readOnce(ctx, req, maxBytes, out)
 	}
 }
 
@@ -298,7 +315,9 @@ func (fe *FetchPath) readOnce(ctx context.Context, req *FetchRequest, maxBytes i
 				continue
 			}
 		}
-		if fp.Offset >= upTo && (fp.Offset <= p.log.EndOffset() || !leader) {
+		// At upTo exactly (an idle consumer's every partition) the
+		// offset is valid without asking the log for its end.
+		if fp.Offset == upTo || (fp.Offset > upTo && (fp.Offset <= p.log.EndOffset() || !leader)) {
 			// Caught up (the offset is valid but nothing is readable
 			// yet): the answer is empty without a read. Long-polling
 			// consumers spend most passes here.

@@ -173,6 +173,8 @@ func NewRegistry() *Registry {
 			Description: "Bytes per second a replica being caught up copies from its leader; 0: no limit (Kafka's follower.replication.throttled.rate, here cluster-wide)."},
 		{Name: "enable_leader_balancer", Kind: KindBool, Default: "true",
 			Description: "Move each partition's leadership back to its preferred replica (the first of its replicas) once that replica is in sync again."},
+		{Name: "max_incremental_fetch_session_cache_slots", Kind: KindInt, Default: "1000", Min: 0, Max: 1 << 20,
+			Description: "Incremental fetch sessions (KIP-227) each broker keeps; a full fetch that finds the cache full and nothing it may evict is answered without a session (Kafka's max.incremental.fetch.session.cache.slots)."},
 		{Name: "kafka_fetch_read_coalescing_enabled", Kind: KindBool, Default: "false", Enterprise: true,
 			Description: "Serve concurrent fetches of the same partition, offset and settings from one read and one serialised result (enterprise)."},
 		{Name: "kafka_enable_authorization", Kind: KindBool, Default: "false",

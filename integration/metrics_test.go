@@ -165,6 +165,7 @@ func TestMetricsCluster(t *testing.T) {
 		"weir_fetch_read_coalescer_range_hits_total", "weir_fetch_read_coalescer_shared_bytes_total",
 		"weir_fetch_read_coalescer_reads_total", "weir_fetch_read_coalescer_read_bytes_total",
 		"weir_fetch_read_coalescer_read_seconds_total",
+		"weir_kafka_fetch_sessions", "weir_kafka_fetch_session_partitions", "weir_kafka_fetch_session_evictions_total",
 	} {
 		if !strings.Contains(pages.String(), "# TYPE "+family+" ") {
 			t.Errorf("no broker's /metrics has the %s family", family)

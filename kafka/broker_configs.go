@@ -93,6 +93,7 @@ var kafkaPropertyNames = map[string]string{
 	"log.message.timestamp.after.max.ms":                          "log_message_timestamp_after_max_ms",
 	"compression.type":                                            "log_compression_type",
 	"min.insync.replicas":                                         "min_insync_replicas",
+	"max.incremental.fetch.session.cache.slots":                   "max_incremental_fetch_session_cache_slots",
 }
 
 // kafkaNameOf is the Kafka name of each weir property that has one.

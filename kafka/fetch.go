@@ -21,10 +21,12 @@ package kafka
 //   - read_committed reads to the last stable offset, which equals the
 //     high watermark while there are no transactions; no aborted
 //     transactions are ever listed.
-//   - Fetch sessions (KIP-227, v7+) are answered sessionless: session id
-//     0, every request treated as full, which Kafka itself does when its
-//     session cache is full. An incremental request for a session weir
-//     never created gets FETCH_SESSION_ID_NOT_FOUND.
+//   - Fetch sessions (KIP-227, v7+), as Kafka's (fetch_session.go): a
+//     full request with epoch 0 creates a session when the broker's cache
+//     (max_incremental_fetch_session_cache_slots) has room; incremental
+//     requests list only changed partitions, and their responses only
+//     partitions with records or changed metadata, in the session's
+//     order. Every fetch still reads all of its partitions.
 //   - Responses are written with writev: the response's own fields from
 //     the connection's buffer, record batches of 512 bytes or more from
 //     the buffer they were read into, shared when the read was coalesced
@@ -59,18 +61,24 @@ import (
 func (s *Server) handleFetch(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
 	resp := c.fetchResponse(req.Version)
+	var fc fetchContext
 	if req.Version >= 7 {
-		switch {
-		case req.SessionID != 0:
-			resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-			return resp, nil
-		case req.SessionEpoch > 0:
-			resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
+		if fc = s.fetchSessions.newContext(req); fc.errorCode != 0 {
+			resp.ErrorCode = fc.errorCode
 			return resp, nil
 		}
 	}
 	auth := c.authorizer()
-	plan := c.fetchPlan(req, &auth)
+	var plan *fetchScratch
+	if fc.session != nil {
+		if plan = c.sessionFetchPlan(req, fc, &auth); plan == nil {
+			// Another request of the session came first.
+			resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
+			return resp, nil
+		}
+	} else {
+		plan = c.fetchPlan(req, &auth)
+	}
 	// Fetches from replicas are never throttled (weir's replicas follow
 	// through Raft; these are tools).
 	quota := c.reqQuotas != nil && !fetchFromReplica(req)
@@ -86,6 +94,41 @@ func (s *Server) handleFetch(c *clientConn, kreq kmsg.Request) (kmsg.Response, e
 		c.fetchWait = time.Since(fetchStart)
 	}
 
+	throttled := false
+	if quota {
+		bytes := 0
+		for i := range plan.results {
+			bytes += len(plan.results[i].Records)
+		}
+		throttled = c.fetchQuota(resp, bytes)
+	}
+	switch {
+	case throttled:
+		// No partitions, the records stay for the consumer's next fetch;
+		// a session keeps what it last told (Kafka's throttled response),
+		// and a full request creates none.
+		for i := range plan.results {
+			plan.results[i].Release()
+		}
+		clear(plan.results)
+		if fc.session != nil {
+			s.sessionThrottled(resp, fc)
+		}
+	case fc.session != nil:
+		s.incrementalResponse(c, resp, plan, fc)
+	default:
+		s.fullResponse(c, req, resp, plan)
+		if fc.full {
+			resp.SessionID = s.fetchSessions.create(sessionFromFull(req, fetchFromReplica(req), plan.results))
+		}
+	}
+	s.countFetched(plan)
+	c.fetchResp.plan = plan
+	return &c.fetchResp, nil
+}
+
+// fullResponse lists every requested partition, in request order.
+func (s *Server) fullResponse(c *clientConn, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, plan *fetchScratch) {
 	resp.Topics = resize(resp.Topics, len(req.Topics))
 	i := 0
 	for ti := range req.Topics {
@@ -94,49 +137,87 @@ func (s *Server) handleFetch(c *clientConn, kreq kmsg.Request) (kmsg.Response, e
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		st.Partitions = resize(st.Partitions, len(rt.Partitions))
 		for pi := range rt.Partitions {
-			r := &plan.results[i]
-			sp := &st.Partitions[pi]
-			*sp = kmsg.NewFetchResponseTopicPartition()
-			sp.Partition = rt.Partitions[pi].Partition
-			sp.ErrorCode = errorCode(r.Err)
-			if req.Version >= 16 && sp.ErrorCode == kerr.NotLeaderForPartition.Code {
-				s.fetchLeaderHint(c, plan.req.Partitions[i].Topic, sp, resp)
-			}
-			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = r.HighWatermark, r.LastStableOffset, r.LogStartOffset
-			sp.PreferredReadReplica = r.PreferredReadReplica
-			sp.AbortedTransactions = abortedTransactions(r.Aborted)
-			// Empty, never null: librdkafka rejects a null record set
-			// (MessageSetSize -1), Kafka always sends a length.
-			sp.RecordBatches = r.Records
-			if sp.RecordBatches == nil {
-				sp.RecordBatches = []byte{}
-			}
+			s.fillPartition(c, resp, &st.Partitions[pi], rt.Partitions[pi].Partition, plan, i)
 			i++
 		}
 	}
-	if quota {
-		bytes := 0
-		for i := range plan.results {
-			bytes += len(plan.results[i].Records)
-		}
-		if c.fetchQuota(resp, bytes) {
-			// Throttled: no partitions, the records stay for the
-			// consumer's next fetch.
-			for i := range plan.results {
-				plan.results[i].Release()
-			}
-			clear(plan.results)
-			for ti := range resp.Topics {
-				for pi := range resp.Topics[ti].Partitions {
-					resp.Topics[ti].Partitions[pi].RecordBatches = nil
-				}
-			}
-			resp.Topics = resp.Topics[:0]
-		}
+}
+
+// incrementalResponse lists, in the session's order, the partitions whose
+// read the fetcher must hear of, records what it is told, and moves the
+// partitions that returned records to the end of the session's order.
+func (s *Server) incrementalResponse(c *clientConn, resp *kmsg.FetchResponse, plan *fetchScratch, fc fetchContext) {
+	sess := fc.session
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.epoch != nextFetchEpoch(fc.epoch) {
+		// A duplicate of the request overtook it: what the session
+		// recorded is that one's.
+		resp.ErrorCode, resp.SessionID = kerr.InvalidFetchSessionEpoch.Code, sess.id
+		return
 	}
-	s.countFetched(plan)
-	c.fetchResp.plan = plan
-	return &c.fetchResp, nil
+	resp.SessionID = sess.id
+	var cur *sessionTopic
+	var st *kmsg.FetchResponseTopic
+	for i, cp := range plan.cached {
+		r := &plan.results[i]
+		if !cp.mustRespond(r, true) {
+			continue
+		}
+		if len(r.Records) > 0 {
+			sess.moveToEnd(cp)
+		}
+		if cp.topic != cur || st == nil {
+			cur = cp.topic
+			st = nextResponseTopic(resp)
+			st.Topic, st.TopicID = cur.key.name, cur.key.id
+		}
+		st.Partitions = append(st.Partitions, kmsg.FetchResponseTopicPartition{})
+		s.fillPartition(c, resp, &st.Partitions[len(st.Partitions)-1], cp.partition, plan, i)
+	}
+}
+
+// sessionThrottled answers a throttled incremental fetch: no partitions,
+// the session unchanged but for its epoch.
+func (s *Server) sessionThrottled(resp *kmsg.FetchResponse, fc fetchContext) {
+	sess := fc.session
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.epoch != nextFetchEpoch(fc.epoch) {
+		resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
+	}
+	resp.SessionID = sess.id
+}
+
+// nextResponseTopic appends a topic to resp, reusing the capacity left
+// from the connection's earlier responses.
+func nextResponseTopic(resp *kmsg.FetchResponse) *kmsg.FetchResponseTopic {
+	n := len(resp.Topics)
+	resp.Topics = resize(resp.Topics, n+1)
+	st := &resp.Topics[n]
+	st.Partitions = st.Partitions[:0]
+	st.UnknownTags = kmsg.Tags{}
+	return st
+}
+
+// fillPartition writes the plan's i-th read as a response partition.
+func (s *Server) fillPartition(c *clientConn, resp *kmsg.FetchResponse, sp *kmsg.FetchResponseTopicPartition, partition int32, plan *fetchScratch, i int) {
+	r := &plan.results[i]
+	*sp = kmsg.NewFetchResponseTopicPartition()
+	sp.Partition = partition
+	sp.ErrorCode = errorCode(r.Err)
+	if resp.Version >= 16 && sp.ErrorCode == kerr.NotLeaderForPartition.Code {
+		s.fetchLeaderHint(c, plan.req.Partitions[i].Topic, sp, resp)
+	}
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = r.HighWatermark, r.LastStableOffset, r.LogStartOffset
+	sp.PreferredReadReplica = r.PreferredReadReplica
+	sp.AbortedTransactions = abortedTransactions(r.Aborted)
+	// Empty, never null: librdkafka rejects a null record set
+	// (MessageSetSize -1), Kafka always sends a length.
+	sp.RecordBatches = r.Records
+	if sp.RecordBatches == nil {
+		sp.RecordBatches = []byte{}
+	}
 }
 
 // fetchResponse returns the connection's reused Fetch response, emptied
@@ -179,6 +260,7 @@ func (r *fetchResponse) release() {
 		r.plan.results[i].Release()
 	}
 	clear(r.plan.results)
+	clear(r.plan.cached)
 	for ti := range r.Topics {
 		for pi := range r.Topics[ti].Partitions {
 			r.Topics[ti].Partitions[pi].RecordBatches = nil
@@ -238,9 +320,14 @@ func (s *Server) fetchLeaderHint(c *clientConn, t *broker.Topic, sp *kmsg.FetchR
 type fetchScratch struct {
 	req     broker.FetchRequest
 	results []broker.FetchResult
+	// cached are an incremental fetch's session partitions, aligned
+	// with req.Partitions.
+	cached []*cachedPartition
 }
 
-func (c *clientConn) fetchPlan(req *kmsg.FetchRequest, auth *requestAuthorizer) *fetchScratch {
+// startPlan fills the request-wide part of the connection's plan and
+// empties its partitions.
+func (c *clientConn) startPlan(req *kmsg.FetchRequest) *fetchScratch {
 	p := &c.fetch
 	// One connection's response is capped, so that a client that stops
 	// reading holds at most that much of the fetch budget.
@@ -259,7 +346,29 @@ func (c *clientConn) fetchPlan(req *kmsg.FetchRequest, auth *requestAuthorizer) 
 		p.req.RackID = req.Rack
 	}
 	p.req.Partitions = p.req.Partitions[:0]
-	b := c.s.topics
+	p.req.Waiter = nil
+	p.cached = p.cached[:0]
+	return p
+}
+
+// sizeResults gives the plan one result per partition.
+func (p *fetchScratch) sizeResults() {
+	if n := len(p.req.Partitions); cap(p.results) < n {
+		p.results = make([]broker.FetchResult, n)
+	} else {
+		p.results = p.results[:n]
+	}
+}
+
+// fetchTopicResolver resolves a fetch's topics and checks that its
+// principal may read them.
+type fetchTopicResolver struct {
+	req            *kmsg.FetchRequest
+	auth           *requestAuthorizer
+	replicaAllowed bool
+}
+
+func (c *clientConn) topicResolver(req *kmsg.FetchRequest, auth *requestAuthorizer) fetchTopicResolver {
 	// A fetch from a replica needs CLUSTER_ACTION instead of READ on its
 	// topics, as in Kafka; weir's replicas follow through Raft, so this is
 	// a tool posing as one.
@@ -267,34 +376,67 @@ func (c *clientConn) fetchPlan(req *kmsg.FetchRequest, auth *requestAuthorizer) 
 	if auth.enabled && fetchFromReplica(req) {
 		replicaAllowed = auth.cluster(kmsg.ACLOperationClusterAction)
 	}
+	return fetchTopicResolver{req: req, auth: auth, replicaAllowed: replicaAllowed}
+}
+
+// resolve finds a topic named by name (before v13) or id (v13+), and the
+// error its partitions get when it is unknown or may not be read.
+func (r *fetchTopicResolver) resolve(b topicCatalog, name string, id [16]byte) (*broker.Topic, error) {
+	var t *broker.Topic
+	var unknown error
+	if r.req.Version >= 13 {
+		t, unknown = b.TopicByID(controller.TopicID(id)), kerr.UnknownTopicID
+	} else {
+		t, unknown = b.Topic(name), kerr.UnknownTopicOrPartition
+	}
+	if r.auth.enabled && !fetchAllowed(r.req, name, t, r.auth, r.replicaAllowed) {
+		t, unknown = nil, kerr.TopicAuthorizationFailed
+	}
+	return t, unknown
+}
+
+func (c *clientConn) fetchPlan(req *kmsg.FetchRequest, auth *requestAuthorizer) *fetchScratch {
+	p := c.startPlan(req)
+	res := c.topicResolver(req, auth)
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
-		var t *broker.Topic
-		var unknown error
-		if req.Version >= 13 {
-			t, unknown = b.TopicByID(controller.TopicID(rt.TopicID)), kerr.UnknownTopicID
-		} else {
-			t, unknown = b.Topic(rt.Topic), kerr.UnknownTopicOrPartition
-		}
-		if auth.enabled && !fetchAllowed(req, rt, t, auth, replicaAllowed) {
-			t, unknown = nil, kerr.TopicAuthorizationFailed
-		}
-		for _, rp := range rt.Partitions {
-			epoch := rp.CurrentLeaderEpoch
-			if req.Version < 9 {
-				epoch = -1
-			}
+		t, unknown := res.resolve(c.s.topics, rt.Topic, rt.TopicID)
+		for pi := range rt.Partitions {
+			rp := &rt.Partitions[pi]
 			p.req.Partitions = append(p.req.Partitions, broker.FetchPartition{
 				Topic: t, UnknownErr: unknown, Partition: rp.Partition, Offset: rp.FetchOffset,
-				MaxBytes: rp.PartitionMaxBytes, LeaderEpoch: epoch,
+				MaxBytes: rp.PartitionMaxBytes, LeaderEpoch: requestLeaderEpoch(req.Version, rp),
 			})
 		}
 	}
-	if n := len(p.req.Partitions); cap(p.results) < n {
-		p.results = make([]broker.FetchResult, n)
-	} else {
-		p.results = p.results[:n]
+	p.sizeResults()
+	return p
+}
+
+// sessionFetchPlan plans an incremental fetch: every partition of its
+// session, in the session's order, each topic resolved and authorized
+// once. It returns nil if another request of the session came first.
+func (c *clientConn) sessionFetchPlan(req *kmsg.FetchRequest, fc fetchContext, auth *requestAuthorizer) *fetchScratch {
+	p := c.startPlan(req)
+	res := c.topicResolver(req, auth)
+	sess := fc.session
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.epoch != nextFetchEpoch(fc.epoch) {
+		return nil
 	}
+	for _, st := range sess.topicList {
+		st.topic, st.unknown = res.resolve(c.s.topics, st.key.name, st.key.id)
+	}
+	for cp := sess.head; cp != nil; cp = cp.next {
+		p.req.Partitions = append(p.req.Partitions, broker.FetchPartition{
+			Topic: cp.topic.topic, UnknownErr: cp.topic.unknown, Partition: cp.partition, Offset: cp.offset,
+			MaxBytes: cp.maxBytes, LeaderEpoch: cp.leaderEpoch,
+		})
+		p.cached = append(p.cached, cp)
+	}
+	p.req.Waiter = sess.waiter
+	p.sizeResults()
 	return p
 }
 
@@ -310,14 +452,14 @@ func fetchFromReplica(req *kmsg.FetchRequest) bool {
 // fetchAllowed applies Kafka's order: a topic named by an unknown ID is
 // UNKNOWN_TOPIC_ID whoever asks; a topic named by name is checked before
 // its existence, so that a consumer cannot learn which topics exist.
-func fetchAllowed(req *kmsg.FetchRequest, rt *kmsg.FetchRequestTopic, t *broker.Topic, auth *requestAuthorizer, replicaAllowed bool) bool {
+func fetchAllowed(req *kmsg.FetchRequest, name string, t *broker.Topic, auth *requestAuthorizer, replicaAllowed bool) bool {
 	switch {
 	case fetchFromReplica(req):
 		return replicaAllowed
 	case req.Version >= 13:
 		return t == nil || auth.topic(kmsg.ACLOperationRead, t.Name())
 	default:
-		return auth.topic(kmsg.ACLOperationRead, rt.Topic)
+		return auth.topic(kmsg.ACLOperationRead, name)
 	}
 }
 

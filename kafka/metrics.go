@@ -22,7 +22,7 @@ type metrics struct {
 	quota       quotaMetrics
 }
 
-func newMetrics(reg prometheus.Registerer, topics topicCatalog, pool *memory.Pool) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, topics topicCatalog, pool *memory.Pool, sessions *fetchSessionCache) (*metrics, error) {
 	m := &metrics{
 		connections: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "weir_kafka_connections", Help: "Open Kafka client connections."}),
@@ -50,6 +50,7 @@ func newMetrics(reg prometheus.Registerer, topics topicCatalog, pool *memory.Poo
 			Peak: "weir_request_memory_peak_bytes", Waits: "weir_request_memory_waits_total",
 			WaitSeconds: "weir_request_memory_wait_seconds_total",
 		}))
+	cs = append(cs, fetchSessionCollectors(sessions)...)
 	for i, c := range cs {
 		if err := reg.Register(c); err != nil {
 			// Leave the registry as it was, so a retry (or another
@@ -163,4 +164,22 @@ func batchRecords(b []byte) uint64 {
 		b = b[size:]
 	}
 	return n
+}
+
+// fetchSessionCollectors report the fetch session cache, read without its
+// lock at scrape time (Kafka's NumIncrementalFetchSessions,
+// NumIncrementalFetchPartitionsCached and
+// IncrementalFetchSessionEvictionsPerSec).
+func fetchSessionCollectors(c *fetchSessionCache) []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "weir_kafka_fetch_sessions", Help: "Incremental fetch sessions (KIP-227) in this broker's cache."},
+			func() float64 { return float64(c.count.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "weir_kafka_fetch_session_partitions", Help: "Partitions cached over this broker's fetch sessions."},
+			func() float64 { return float64(c.partitions.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "weir_kafka_fetch_session_evictions_total", Help: "Fetch sessions evicted to make room for new ones."},
+			func() float64 { return float64(c.evictions.Load()) }),
+	}
 }

@@ -230,23 +230,6 @@ func TestEmptyFetchIsNotNull(t *testing.T) {
 	}
 }
 
-func TestFetchSessions(t *testing.T) {
-	_, b, addr := startServer(t)
-	tp, _ := b.CreateTopic(broker.CreateTopicRequest{Name: "sess", Partitions: 1})
-	c := dial(t, addr)
-	req := fetchRequest(12, "sess", tp.ID(), 0, 1000)
-	req.SessionID, req.SessionEpoch = 0, 0 // asks for a session
-	resp := c.roundTrip(req).(*kmsg.FetchResponse)
-	if resp.ErrorCode != 0 || resp.SessionID != 0 || len(resp.Topics) != 1 {
-		t.Fatalf("full fetch: error %d session %d topics %d", resp.ErrorCode, resp.SessionID, len(resp.Topics))
-	}
-	req.SessionID, req.SessionEpoch = 42, 1
-	resp = c.roundTrip(req).(*kmsg.FetchResponse)
-	if resp.ErrorCode != kerr.FetchSessionIDNotFound.Code {
-		t.Fatalf("unknown session: error %d", resp.ErrorCode)
-	}
-}
-
 func TestFetchUnknownTopicID(t *testing.T) {
 	_, _, addr := startServer(t)
 	c := dial(t, addr)

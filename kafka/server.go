@@ -59,8 +59,11 @@ type Server struct {
 	apis    apiTable
 	metrics *metrics
 	quota   *quotaManager // client quotas (quota.go)
-	pool    *memory.Pool  // queued_max_request_bytes
-	frames  framePool
+	// fetchSessions are this broker's KIP-227 fetch sessions
+	// (fetch_session.go).
+	fetchSessions *fetchSessionCache
+	pool          *memory.Pool // queued_max_request_bytes
+	frames        framePool
 	// saslDecoyKey keys the fake salts unknown SCRAM users are shown.
 	saslDecoyKey [32]byte
 
@@ -108,8 +111,17 @@ func NewServer(b *broker.Broker, opts Options) (*Server, error) {
 		pool: memory.NewPool(opts.QueuedMaxRequestBytes), saslDecoyKey: newDecoyKey()}
 	s.reloads, s.stopReloads = context.WithCancel(context.Background())
 	s.optionsListener = listenerOfOptions(opts)
-	m, err := newMetrics(opts.Registerer, s.topics, s.pool)
+	s.fetchSessions = newFetchSessionCache(func() int {
+		return int(s.props.Properties().Int("max_incremental_fetch_session_cache_slots"))
+	}, fetchSessionEviction, time.Now)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.fetchSessions.run(s.reloads, 10*time.Second)
+	}()
+	m, err := newMetrics(opts.Registerer, s.topics, s.pool, s.fetchSessions)
 	if err != nil {
+		s.stopReloads()
 		return nil, err
 	}
 	s.metrics = m

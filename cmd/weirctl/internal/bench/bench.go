@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/weir-broker/weir/cmd/weirctl/internal/bench/fanout"
+	"github.com/weir-broker/weir/cmd/weirctl/internal/bench/idlefetch"
 	"github.com/weir-broker/weir/cmd/weirctl/internal/bench/memory"
 	"github.com/weir-broker/weir/cmd/weirctl/internal/bench/scale"
 	"github.com/weir-broker/weir/cmd/weirctl/internal/bench/soak"
@@ -19,6 +20,6 @@ func NewCommand(g *cli.Options) *cobra.Command {
 			"Ctrl-C, or when no record completes for --timeout. Progress goes to\n" +
 			"stderr once a second; the summary goes to stdout. MB means 2^20 bytes.",
 	}
-	cmd.AddCommand(newProduceCommand(g), newConsumeCommand(g), fanout.NewCommand(g), memory.NewCommand(g), soak.NewCommand(g), scale.NewCommand(g))
+	cmd.AddCommand(newProduceCommand(g), newConsumeCommand(g), fanout.NewCommand(g), idlefetch.NewCommand(g), memory.NewCommand(g), soak.NewCommand(g), scale.NewCommand(g))
 	return cmd
 }

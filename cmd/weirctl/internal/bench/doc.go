@@ -3,8 +3,8 @@
 // consume throughput and latency.
 //
 // Each larger benchmark is a package of its own below this one (fanout,
-// memory, soak, scale), and what several of them run on is in harness.
-// They speak the Kafka protocol through franz-go, like the rest of
+// idlefetch, memory, soak, scale), and what several of them run on is in
+// harness. They speak the Kafka protocol through franz-go, like the rest of
 // weirctl, and those that report broker figures read them from the admin
 // API (internal/admin).
 //
