@@ -126,6 +126,11 @@ type Log struct {
 	size     int64
 	closed   bool
 	failed   error // sticky storage failure; see ErrLogFailed
+	// start publishes logStart for LogStartOffset, which every fetch asks
+	// of every partition it reads (an idle consumer of a thousand
+	// partitions, twice per long poll): a load, not a lock. Written with
+	// logStart, under mu.
+	start atomic.Int64
 
 	// cleanedTo is the cleaner checkpoint: offsets below it may have
 	// holes (see clean.go). Written under appendMu and mu.
@@ -168,9 +173,7 @@ func (l *Log) Dir() string { return l.dir }
 
 // LogStartOffset is the first offset a consumer may read.
 func (l *Log) LogStartOffset() int64 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.logStart
+	return l.start.Load()
 }
 
 // EndOffset is the next offset to be assigned (log end offset).

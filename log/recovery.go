@@ -243,6 +243,7 @@ func (l *Log) recover() error {
 		}
 	}
 	l.logStart = max(logStart, l.segs[0].base)
+	l.start.Store(l.logStart)
 	l.end = l.active().next
 	// Whatever was found may be only in the page cache; an empty log at
 	// offset 0 (a new one) has nothing to make durable.

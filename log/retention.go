@@ -83,6 +83,7 @@ func (l *Log) deleteOldest(n int, newStart int64) error {
 	dead := l.segs[:n:n]
 	l.segs = append([]*segment(nil), l.segs[n:]...)
 	l.logStart = newStart
+	l.start.Store(newStart)
 	for _, s := range dead {
 		l.size -= s.size
 	}

@@ -204,6 +204,7 @@ func (l *Log) Reset(startOffset int64) error {
 	}
 	l.segs = []*segment{seg}
 	l.logStart, l.end, l.size = startOffset, startOffset, 0
+	l.start.Store(startOffset)
 	l.mu.Unlock()
 	l.cuts++
 	for _, s := range old {
