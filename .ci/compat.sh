@@ -20,6 +20,25 @@
 # test and, if one died, all are restarted on fresh data dirs (the test is
 # marked CRASH).
 #
+# The lists may also name subtests (Parent/sub/...): a subtest is never run
+# on its own but read from its parent's run, which selecting it selects.
+# (kgo's ETL tests take a slot of a four-slot semaphore before each t.Run
+# and give it back inside the subtest, so a -run filter that drops four
+# siblings deadlocks them.) A parent that passes can hide a subtest that
+# skipped: kgo runs its KIP-848 variants (range/848, sticky/848, ...) only
+# when the broker advertises ConsumerGroupHeartbeat v1, and skips them
+# otherwise, so those are listed by name. Every subtest's result goes to
+# subtests.tsv; a subtest whose checks kgo skipped (an 848 commit in
+# OnPartitionsRevoked answered STALE_MEMBER_EPOCH, "pre-KIP-1251 stale
+# commit") passes with a note saying so.
+#
+# kgo learns what the broker supports (KIP-848, static membership) the
+# first time a test calls its adm() helper, and TestGroupSimple's 848
+# subtest reads that before anything called adm(): run alone it always
+# skips. The tests in $primed_tests therefore run after $primer (a quick
+# sequential test that calls adm()) in the same process; the primer's own
+# result is not recorded, but its failure fails the run.
+#
 # Environment (all optional):
 #   COMPAT_TEST_TIMEOUT  seconds per test (default 180; 90 with --short)
 #   COMPAT_BUDGET        seconds for the whole test loop (default 3600; 150
@@ -78,9 +97,26 @@ optional_sets=(cluster.group_initial_rebalance_delay_ms=0 cluster.group_min_sess
 
 allow_file=integration/compat/kgo/allow.txt
 short_file=integration/compat/kgo/short.txt
+primer=TestPauseIssueOct2023
+primed_tests=" TestGroupSimple "
 
 log() { echo "compat: $*" >&2; }
 names() { sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$1"; }
+# tops: the top-level test of each name on stdin (Parent/sub -> Parent).
+tops() { sed 's,/.*,,' | awk '!seen[$0]++'; }
+# result_of LOG NAME: PASS, FAIL or SKIP, from go test -v's result line for
+# NAME (a test or a subtest); empty if there is none.
+result_of() {
+	awk -v n="$2" '$1 == "---" && $3 == n {s = $2} END {sub(/:$/, "", s); print s}' "$1"
+}
+# test_lines LOG NAME: NAME's own log lines (file.go:N: ...), attributed by
+# go test -v's === RUN/CONT/NAME/PAUSE headers and --- result lines.
+test_lines() {
+	awk -v n="$2" '
+		/^=== (RUN|PAUSE|CONT|NAME)/ {cur = $3; next}
+		$1 == "---" && ($2 == "PASS:" || $2 == "FAIL:" || $2 == "SKIP:") {cur = $3; next}
+		cur == n && /^[[:space:]]+[A-Za-z0-9_]+\.go:[0-9]+: / {sub(/^[[:space:]]+/, ""); print}' "$1"
+}
 
 if [ -n "${COMPAT_OUT:-}" ]; then
 	out=$COMPAT_OUT
@@ -163,18 +199,26 @@ log "$(wc -l <"$out/integration-tests.txt") of $(wc -l <"$out/all-tests.txt") kg
 
 names "$allow_file" | sort -u >"$out/allow" || exit 2
 # An allowlisted or short name that kgo no longer has is an error in the
-# list, not a pass: say so instead of silently shrinking coverage.
-stale=$(grep -vxF -f "$out/integration-tests.txt" "$out/allow")
+# list, not a pass: say so instead of silently shrinking coverage. (Of a
+# subtest, only its parent can be checked before the run; a subtest its
+# parent's run does not report counts as not passing.)
+stale=$(tops <"$out/allow" | grep -vxF -f "$out/integration-tests.txt")
 if [ -n "$stale" ]; then
 	log "allowlisted tests that are not kgo $kgo_version integration tests: $(echo $stale)"; exit 2
 fi
+if ! grep -qxF "$primer" "$out/integration-tests.txt"; then
+	log "the primer $primer is not a kgo $kgo_version integration test"; exit 2
+fi
+: >"$out/selected-subtests"
 case "$mode" in
 short)
-	names "$short_file" >"$out/selected"
-	notallowed=$(grep -vxF -f "$out/allow" "$out/selected")
+	names "$short_file" >"$out/short"
+	notallowed=$(grep -vxF -f "$out/allow" "$out/short")
 	if [ -n "$notallowed" ]; then
 		log "$short_file must be a subset of $allow_file; not allowlisted: $(echo $notallowed)"; exit 2
-	fi ;;
+	fi
+	grep / "$out/short" >"$out/selected-subtests"
+	tops <"$out/short" >"$out/selected" ;;
 run) grep -E -- "$run_re" "$out/integration-tests.txt" >"$out/selected" ;;
 full) cp "$out/integration-tests.txt" "$out/selected" ;;
 esac
@@ -305,6 +349,7 @@ first_error() {
 KGO_SEEDS=$(seeds_env)
 export KGO_SEEDS
 : >"$out/results.tsv"
+: >"$out/subtests.tsv"
 loop_start=$(date +%s)
 # The test binary runs in its own empty directory (not the module cache).
 while read -r t; do
@@ -320,9 +365,11 @@ while read -r t; do
 		export KGO_SEEDS
 	fi
 	tlog="$out/logs/$t.log"
+	pattern="^${t}\$"
+	case "$primed_tests" in *" $t "*) pattern="^($primer|$t)\$" ;; esac
 	s=$(date +%s)
 	(cd "$out/run" && exec timeout -k 10 "$test_timeout" "$out/kgo.test" \
-		-test.run "^${t}\$" -test.count 1 -test.v -test.timeout "$((test_timeout - 5))s" </dev/null >"$tlog" 2>&1) &
+		-test.run "$pattern" -test.count 1 -test.v -test.timeout "$((test_timeout - 5))s" </dev/null >"$tlog" 2>&1) &
 	tpid=$!
 	wait "$tpid"
 	rc=$?
@@ -337,11 +384,10 @@ while read -r t; do
 		why="over ${test_timeout}s"
 		first=$(first_error "$tlog")
 		[ -z "$first" ] || why="$why; first error: $first"
-	elif [ $rc = 0 ] && grep -q "^--- SKIP: $t " "$tlog"; then
+	elif [ $rc = 0 ] && [ "$(result_of "$tlog" "$t")" = SKIP ]; then
 		status=SKIP
-		why=$(sed "/^--- SKIP: $t /q" "$tlog" | grep -E '^[[:space:]]+[a-z0-9_]+\.go:[0-9]+: ' |
-			grep -vE 'completed in|deleting (topic|group)' | tail -1 | sed 's/^[[:space:]]*//')
-	elif [ $rc = 0 ] && grep -q "^--- PASS: $t " "$tlog"; then
+		why=$(test_lines "$tlog" "$t" | grep -vE 'completed in|deleting (topic|group)' | tail -1)
+	elif [ $rc = 0 ] && [ "$(result_of "$tlog" "$t")" = PASS ]; then
 		status=PASS
 	else
 		status=FAIL
@@ -352,6 +398,25 @@ while read -r t; do
 	why=$(printf '%s' "$why" | tr '\t\n' '  ' | cut -c1-160)
 	printf '%s\t%s\t%s\t%s\n' "$t" "$status" "$secs" "$why" >>"$out/results.tsv"
 	printf 'compat: %-58s %-7s %4ss %s\n' "$t" "$status" "$secs" "$why" >&2
+	# Its subtests, as its run reported them (a subtest of a test that
+	# timed out or crashed may have no result line: it is not recorded).
+	awk '$1 == "---" && ($2 == "PASS:" || $2 == "FAIL:" || $2 == "SKIP:") && index($3, "/") {
+		secs = $4; gsub(/[()s]/, "", secs); sub(/\..*/, "", secs); sub(/:$/, "", $2); print $3 "\t" $2 "\t" secs
+	}' "$tlog" | while IFS=$'\t' read -r st sstatus ssecs; do
+		[ "${st%%/*}" = "$t" ] || continue
+		swhy=
+		if [ "$sstatus" = SKIP ] || [ "$sstatus" = FAIL ]; then
+			swhy=$(test_lines "$tlog" "$st" | grep -vE 'completed in|deleting (topic|group)|NOT DELETING' | head -1)
+		fi
+		if test_lines "$tlog" "$st" | grep -q 'stale commit encountered, skipping validation'; then
+			swhy="kgo skipped its checks: a commit in OnPartitionsRevoked got STALE_MEMBER_EPOCH (pre-KIP-1251)${swhy:+; $swhy}"
+		fi
+		swhy=$(printf '%s' "$swhy" | tr '\t\n' '  ' | cut -c1-160)
+		printf '%s\t%s\t%s\t%s\n' "$st" "$sstatus" "$ssecs" "$swhy" >>"$out/subtests.tsv"
+		if grep -qxF "$st" "$out/allow" || [ "$sstatus" != PASS ] || [ -n "$swhy" ]; then
+			printf 'compat:   %-56s %-7s %4ss %s\n' "$st" "$sstatus" "$ssecs" "$swhy" >&2
+		fi
+	done
 done <"$out/selected"
 # Which APIs the tests drove, from the brokers' own counters summed over
 # the cluster (the last start only, if the brokers had to be restarted).
@@ -371,28 +436,49 @@ while IFS=$'\t' read -r t status secs why; do
 	a=no
 	grep -qxF "$t" "$out/allow" && a=yes
 	printf '%-58s %-7s %5s  %-5s %s\n' "$t" "$status" "$secs" "$a" "$why"
+	# Its subtests that are allowlisted, did not pass, or carry a note.
+	while IFS=$'\t' read -r st sstatus ssecs swhy; do
+		[ "${st%%/*}" = "$t" ] || continue
+		a=no
+		grep -qxF "$st" "$out/allow" && a=yes
+		[ "$a" = yes ] || [ "$sstatus" != PASS ] || [ -n "$swhy" ] || continue
+		printf '  %-56s %-7s %5s  %-5s %s\n' "$st" "$sstatus" "$ssecs" "$a" "$swhy"
+	done <"$out/subtests.tsv"
 done <"$out/results.tsv"
 echo
 for st in PASS FAIL SKIP TIMEOUT CRASH NOTRUN; do
 	printf '%s=%s ' "$st" "$(awk -F'\t' -v s=$st '$2==s' "$out/results.tsv" | wc -l)"
 done
-echo "total=$(wc -l <"$out/results.tsv")"
+echo "total=$(wc -l <"$out/results.tsv") subtests=$(wc -l <"$out/subtests.tsv")"
 [ -z "$apis" ] || echo "weir requests by API: $apis"
 
+# missing_subtests LIST: the subtests named in LIST whose parent ran but
+# reported no result for them, as "name (NOTRUN)".
+missing_subtests() {
+	awk -F'\t' 'FILENAME == ARGV[1] {if (index($1, "/")) want[$1]; next}
+		FILENAME == ARGV[2] {ran[$1]; next}
+		{got[$1]}
+		END {for (n in want) {p = n; sub(/\/.*/, "", p); if ((p in ran) && !(n in got)) print n " (NOTRUN)"}}' \
+		"$1" "$out/results.tsv" "$out/subtests.tsv" | sort
+}
 failed_run=0
 if [ "$mode" = short ]; then
-	bad=$(awk -F'\t' '$2!="PASS"{print $1" ("$2")"}' "$out/results.tsv")
+	bad=$( (awk -F'\t' '$2!="PASS"{print $1" ("$2")"}' "$out/results.tsv"
+		awk -F'\t' 'FILENAME==ARGV[1]{a[$1];next} ($1 in a) && $2!="PASS"{print $1" ("$2")"}' \
+			"$out/selected-subtests" "$out/subtests.tsv"
+		missing_subtests "$out/selected-subtests") | sed '/^$/d')
 	if [ -n "$bad" ]; then
 		echo "short subset: tests that did not pass:"; echo "$bad" | sed 's/^/  /'
 		failed_run=1
 	fi
 else
-	new=$(awk -F'\t' '$2=="PASS"{print $1}' "$out/results.tsv" | grep -vxF -f "$out/allow")
+	new=$(awk -F'\t' '$2=="PASS"{print $1}' "$out/results.tsv" "$out/subtests.tsv" | grep -vxF -f "$out/allow")
 	if [ -n "$new" ]; then
 		echo "passing but not allowlisted (candidates for $allow_file):"; echo "$new" | sed 's/^/  /'
 	fi
-	reg=$(awk -F'\t' 'FILENAME==ARGV[1]{a[$1];next} ($1 in a) && $2!="PASS"{print "  "$1" ("$2")"}' \
-		"$out/allow" "$out/results.tsv")
+	reg=$( (awk -F'\t' 'FILENAME==ARGV[1]{a[$1];next} ($1 in a) && $2!="PASS"{print "  "$1" ("$2")"}' \
+		"$out/allow" "$out/results.tsv" "$out/subtests.tsv"
+		missing_subtests "$out/allow" | sed 's/^/  /') | sed '/^$/d')
 	if [ -n "$reg" ]; then
 		echo "REGRESSIONS: allowlisted tests that did not pass:"; echo "$reg"
 		failed_run=1
