@@ -331,7 +331,8 @@ func (c *Coordinator) replay(p int32) (map[string]*loadedGroup, error) {
 			skipped++
 			return
 		}
-		if !ok {
+		if !ok || r.consumer != nil {
+			// KIP-848 groups are not replayed yet.
 			return
 		}
 		if PartitionFor(r.group, partitions) != p {
