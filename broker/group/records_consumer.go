@@ -48,14 +48,6 @@ const cgValueVersion int16 = 0
 // maxRecordString is the longest string Kafka reads in these records.
 const maxRecordString = 0x7fff
 
-// Member states of cgCurrentAssignment.State (Kafka's MemberState).
-const (
-	cgMemberStable               int8 = 0
-	cgMemberUnrevokedPartitions  int8 = 1
-	cgMemberUnreleasedPartitions int8 = 2
-	cgMemberUnknown              int8 = 127
-)
-
 // isConsumerRecordType says whether a key type is one of the above.
 func isConsumerRecordType(t int16) bool {
 	switch t {

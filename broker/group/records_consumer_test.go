@@ -74,21 +74,21 @@ func goldenCases() []goldenCase {
 		{TopicID: goldenTopicC},
 	}}
 	current := &cgCurrentAssignment{
-		MemberEpoch: 10, PreviousMemberEpoch: 9, State: cgMemberStable,
+		MemberEpoch: 10, PreviousMemberEpoch: 9, State: int8(memberStable),
 		AssignedPartitions: []topicPartitions{
 			{TopicID: goldenTopicA, Partitions: []int32{0, 1}},
 			{TopicID: goldenTopicB, Partitions: []int32{7}},
 		},
 	}
 	currentRevoking := &cgCurrentAssignment{
-		MemberEpoch: 11, PreviousMemberEpoch: 10, State: cgMemberUnrevokedPartitions,
+		MemberEpoch: 11, PreviousMemberEpoch: 10, State: int8(memberUnrevoked),
 		AssignedPartitions: []topicPartitions{{TopicID: goldenTopicA, Partitions: []int32{0}}},
 		PartitionsPendingRevocation: []topicPartitions{
 			{TopicID: goldenTopicA, Partitions: []int32{1}},
 			{TopicID: goldenTopicB, Partitions: []int32{7}},
 		},
 	}
-	currentEmpty := &cgCurrentAssignment{MemberEpoch: 1, PreviousMemberEpoch: -1, State: cgMemberUnreleasedPartitions}
+	currentEmpty := &cgCurrentAssignment{MemberEpoch: 1, PreviousMemberEpoch: -1, State: int8(memberUnreleased)}
 	regex := &cgRegex{Topics: []string{"orders-eu", "orders-us"}, Version: 12, TimestampMs: 1700000000000}
 	regexEmpty := &cgRegex{Version: 0, TimestampMs: -1}
 
