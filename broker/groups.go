@@ -151,6 +151,7 @@ func (b *Broker) groupSettings() group.Settings {
 		ConsumerSessionTimeout:    ms("group_consumer_session_timeout_ms"),
 		ConsumerMaxSize:           int(b.props.Int("group_consumer_max_size")),
 		ConsumerAssignors:         config.ConsumerAssignors(b.props.String("group_consumer_assignors")),
+		MigrationPolicy:           group.MigrationPolicy(b.props.String("group_consumer_migration_policy")),
 	}
 }
 

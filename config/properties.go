@@ -151,6 +151,8 @@ func NewRegistry() *Registry {
 			Description: "Most members a consumer-protocol group may have; more get GROUP_MAX_SIZE_REACHED (Kafka's group.consumer.max.size)."},
 		{Name: "group_consumer_assignors", Kind: KindString, Default: "uniform,range", Check: CheckConsumerAssignors,
 			Description: "Server assignors of consumer-protocol groups, comma-separated; the first is used when a group's members name none (Kafka's group.consumer.assignors; uniform and range)."},
+		{Name: "group_consumer_migration_policy", Kind: KindString, Default: "bidirectional", OneOf: []string{"disabled", "upgrade", "downgrade", "bidirectional"},
+			Description: "Whether a running classic group becomes a consumer-protocol group when a consumer-protocol member joins (upgrade), and back when its last one leaves (downgrade) (Kafka's group.consumer.migration.policy)."},
 		{Name: "group_offset_retention_sec", Kind: KindInt, Default: strconv.Itoa(7 * 24 * 3600), Min: 1, Max: 1 << 40,
 			Description: "How long offsets of an empty group are kept (Kafka's offsets.retention.minutes), counted from when it became empty."},
 		{Name: "group_offset_retention_check_ms", Kind: KindInt, Default: "600000", Min: 100, Max: 1 << 40,

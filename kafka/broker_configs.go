@@ -71,6 +71,7 @@ var kafkaPropertyNames = map[string]string{
 	"group.consumer.session.timeout.ms":                           "group_consumer_session_timeout_ms",
 	"group.consumer.max.size":                                     "group_consumer_max_size",
 	"group.consumer.assignors":                                    "group_consumer_assignors",
+	"group.consumer.migration.policy":                             "group_consumer_migration_policy",
 	"replica.lag.time.max.ms":                                     "replica_lag_time_max_ms",
 	"auto.leader.rebalance.enable":                                "enable_leader_balancer",
 	"offsets.retention.check.interval.ms":                         "group_offset_retention_check_ms",

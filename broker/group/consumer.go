@@ -54,6 +54,9 @@ type cgMember struct {
 	regex            *string  // subscribed regular expression
 	rebalanceTimeout time.Duration
 	assignor         *string // the server assignor the member asked for
+	// classic is set while the member speaks the classic protocol in a
+	// group migrated online (consumer_classic.go).
+	classic *classicMeta
 
 	epoch, prevEpoch int32
 	state            memberState

@@ -10,7 +10,10 @@ import (
 
 // memberTypeConsumer is ConsumerGroupDescribe's MemberType (v1, KIP-1099)
 // of a member that speaks the consumer protocol.
-const memberTypeConsumer = 1
+const (
+	memberTypeClassic  = 0
+	memberTypeConsumer = 1
+)
 
 // ConsumerGroupDescribe describes consumer-protocol groups; a classic
 // group, or none, is GROUP_ID_NOT_FOUND, which is how Kafka's admin
@@ -73,6 +76,9 @@ func (g *group) consumerDescribe(d *kmsg.ConsumerGroupDescribeResponseGroup, ver
 		dm.TargetAssignment = g.describedAssignment(cg.target[id])
 		if version >= 1 {
 			dm.MemberType = memberTypeConsumer
+			if m.classic != nil {
+				dm.MemberType = memberTypeClassic
+			}
 		}
 		d.Members = append(d.Members, dm)
 	}

@@ -155,33 +155,32 @@ func (g *group) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 	if g.state == Dead {
 		return fail(kerr.CoordinatorNotAvailable.Code, "")
 	}
+	cg := g.cg
 	var conversion []log.KeyValue
-	if g.cg == nil {
-		if req.MemberEpoch != 0 {
+	if cg == nil {
+		switch {
+		case req.MemberEpoch != 0:
 			return fail(kerr.UnknownMemberID.Code, fmt.Sprintf("group %s has no member %s", g.id, req.MemberID))
-		}
-		if !g.isEmpty() {
-			// Online migration of a classic group with members is not
-			// done here: Kafka's answer when its policy forbids it.
+		case g.isEmpty():
+			// An empty classic group (offsets only) becomes a consumer
+			// group: its metadata record goes, its offsets stay.
+			cg, conversion = newConsumerGroup(), []log.KeyValue{{Key: groupKey(g.id)}}
+		case g.canUpgrade():
+			cg, conversion = g.upgraded()
+		default:
+			// Kafka's answer when its migration policy or the group's
+			// embedded protocol forbids the upgrade.
 			return fail(kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", g.id))
 		}
-		conversion = g.classicTombstones()
 	}
 	if req.MemberEpoch == leaveEpoch || req.MemberEpoch == staticLeaveEpoch {
 		return g.consumerLeave(req, resp)
 	}
-	code, msg := g.consumerJoinOrHeartbeat(req, client, resp, conversion)
+	code, msg := g.consumerJoinOrHeartbeat(req, client, resp, cg, conversion)
 	if code != 0 {
 		return fail(code, msg)
 	}
 	return resp
-}
-
-// classicTombstones turns an empty classic group into a consumer group:
-// its metadata record goes (offsets stay), as Kafka's upgrade of an empty
-// group does. Nothing changes in memory until the records are written.
-func (g *group) classicTombstones() []log.KeyValue {
-	return []log.KeyValue{{Key: groupKey(g.id)}}
 }
 
 // consumerJoinOrHeartbeat handles a join (epoch 0) or a heartbeat: the
@@ -189,13 +188,8 @@ func (g *group) classicTombstones() []log.KeyValue {
 // subscriptions or their topics changed, the target assignment computed
 // when the group epoch is ahead of it, and the member reconciled towards
 // its target. Every change is written before any of it is applied.
-func (g *group) consumerJoinOrHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, client Client, resp *kmsg.ConsumerGroupHeartbeatResponse, records []log.KeyValue) (int16, string) {
+func (g *group) consumerJoinOrHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, client Client, resp *kmsg.ConsumerGroupHeartbeatResponse, cg *consumerGroup, records []log.KeyValue) (int16, string) {
 	s := g.c.settings()
-	now := g.c.now()
-	cg := g.cg
-	if cg == nil {
-		cg = newConsumerGroup()
-	}
 	memberID := req.MemberID
 	if memberID == "" {
 		memberID = newConsumerMemberID()
@@ -203,12 +197,39 @@ func (g *group) consumerJoinOrHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest,
 	if s.ConsumerMaxSize > 0 && len(cg.members) >= s.ConsumerMaxSize && cg.members[memberID] == nil {
 		return kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The consumer group has reached its maximum capacity of %d members.", s.ConsumerMaxSize)
 	}
-
 	old, replaced, code, msg := g.consumerMember(cg, req, memberID)
 	if code != 0 {
 		return code, msg
 	}
+	isNew := cg.members[memberID] == nil
+	next, code, msg := g.applyConsumerHeartbeat(cg, req, client, old, replaced, nil, records)
+	if code != 0 {
+		return code, msg
+	}
+	resp.MemberID = &next.id
+	resp.MemberEpoch = next.epoch
+	resp.HeartbeatIntervalMillis = int32(s.ConsumerHeartbeatInterval.Milliseconds())
+	full := req.MemberEpoch == 0 || (req.RebalanceTimeoutMillis != -1 && req.SubscribedTopicNames != nil && req.Topics != nil)
+	if full || isNew || !equalPartitions(next.assigned, old.assigned) {
+		resp.Assignment = responseAssignment(next.assigned)
+	}
+	return 0, ""
+}
+
+// applyConsumerHeartbeat is the heartbeat of member old (not yet in cg
+// when new; replaced is the static member it takes over from): the
+// member is updated, the group epoch bumped when the subscriptions or
+// their topics changed, the target assignment computed when the group
+// epoch is ahead of it, and the member reconciled towards its target.
+// Every change is written, after records, before any of it is applied;
+// cg becomes the group's when it is not yet (a new or upgraded group).
+// classic is set for a member speaking the classic protocol.
+func (g *group) applyConsumerHeartbeat(cg *consumerGroup, req *kmsg.ConsumerGroupHeartbeatRequest, client Client, old *cgMember, replaced string, classic *classicMeta, records []log.KeyValue) (*cgMember, int16, string) {
+	s := g.c.settings()
+	now := g.c.now()
+	memberID := old.id
 	m := old.clone()
+	m.classic = classic
 	if req.InstanceID != nil {
 		m.instanceID = req.InstanceID
 	}
@@ -287,7 +308,7 @@ func (g *group) consumerJoinOrHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest,
 	others := ownerEpochsOf(members, memberID)
 	next, code := reconcile(m, targetEpoch, target[memberID], others, owned)
 	if code != 0 {
-		return code, "The consumer group member is in an unknown state. The member must abandon all its partitions and rejoin."
+		return nil, code, "The consumer group member is in an unknown state. The member must abandon all its partitions and rejoin."
 	}
 	if next != m || isNew {
 		records = append(records, cgCurrentAssignmentRecord(g.id, next.id, next.currentValue()))
@@ -304,15 +325,13 @@ func (g *group) consumerJoinOrHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest,
 	if len(records) > 0 {
 		if _, err := g.c.append(g.id, records); err != nil {
 			g.c.logger.Warn("storing consumer group state", "group", g.id, "err", err)
-			return kerr.CoordinatorNotAvailable.Code, ""
+			return nil, kerr.CoordinatorNotAvailable.Code, ""
 		}
 	}
 
 	// Written: apply.
 	if g.cg == nil {
-		g.cg = cg
-		g.protocolType, g.protocol, g.generation, g.leader = "consumer", "", 0, ""
-		g.hadMembers = true
+		g.installUpgrade(cg)
 	}
 	if replaced != "" {
 		g.removeConsumerMember(replaced)
@@ -327,15 +346,7 @@ func (g *group) consumerJoinOrHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest,
 		cg.target, cg.targetEpoch = target, targetEpoch
 	}
 	g.consumerStateChanged()
-
-	resp.MemberID = &memberID
-	resp.MemberEpoch = next.epoch
-	resp.HeartbeatIntervalMillis = int32(s.ConsumerHeartbeatInterval.Milliseconds())
-	full := req.MemberEpoch == 0 || (req.RebalanceTimeoutMillis != -1 && req.SubscribedTopicNames != nil && req.Topics != nil)
-	if full || isNew || !equalPartitions(next.assigned, old.assigned) {
-		resp.Assignment = responseAssignment(next.assigned)
-	}
-	return 0, ""
+	return next, 0, ""
 }
 
 // consumerMember finds the member a heartbeat is from, or makes it: a new
@@ -589,7 +600,23 @@ func sameMemberMetadata(a, b *cgMember) bool {
 	return equalStringPtr(a.instanceID, b.instanceID) && equalStringPtr(a.rackID, b.rackID) &&
 		a.clientID == b.clientID && a.clientHost == b.clientHost &&
 		slices.Equal(a.topics, b.topics) && equalStringPtr(a.regex, b.regex) &&
-		a.rebalanceTimeout == b.rebalanceTimeout && equalStringPtr(a.assignor, b.assignor)
+		a.rebalanceTimeout == b.rebalanceTimeout && equalStringPtr(a.assignor, b.assignor) &&
+		sameClassicMeta(a.classic, b.classic)
+}
+
+func sameClassicMeta(a, b *classicMeta) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	if a.sessionTimeout != b.sessionTimeout || len(a.protocols) != len(b.protocols) {
+		return false
+	}
+	for i := range a.protocols {
+		if a.protocols[i].Name != b.protocols[i].Name || string(a.protocols[i].Metadata) != string(b.protocols[i].Metadata) {
+			return false
+		}
+	}
+	return true
 }
 
 func responseAssignment(a partitions) *kmsg.ConsumerGroupHeartbeatResponseAssignment {
@@ -648,6 +675,12 @@ func (m *cgMember) metadataValue() *cgMemberMetadata {
 		SubscribedTopicRegex: m.regex,
 		RebalanceTimeoutMs:   int32(m.rebalanceTimeout.Milliseconds()),
 		ServerAssignor:       m.assignor,
+	}
+	if m.classic != nil {
+		v.Classic = &cgClassicMemberMetadata{SessionTimeoutMs: int32(m.classic.sessionTimeout.Milliseconds())}
+		for _, p := range m.classic.protocols {
+			v.Classic.SupportedProtocols = append(v.Classic.SupportedProtocols, cgClassicProtocol{Name: p.Name, Metadata: p.Metadata})
+		}
 	}
 	if v.SubscribedTopicNames == nil {
 		v.SubscribedTopicNames = []string{}

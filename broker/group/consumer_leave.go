@@ -59,6 +59,10 @@ func (g *group) consumerLeave(req *kmsg.ConsumerGroupHeartbeatRequest, resp *kms
 // assignment without it.
 func (g *group) fenceConsumerMember(m *cgMember, why string) error {
 	cg := g.cg
+	if g.downgradeWithout(m.id) {
+		g.c.logger.Info("consumer group member removed", "group", g.id, "member", m.id, "reason", why)
+		return g.downgrade(m.id)
+	}
 	records := []log.KeyValue{
 		cgCurrentAssignmentRecord(g.id, m.id, nil),
 		cgTargetMemberRecord(g.id, m.id, nil),
@@ -119,9 +123,9 @@ func (g *group) consumerStateChanged() {
 // consumerDeadlines adds the consumer group's session and revocation
 // deadlines to consider.
 func (g *group) consumerDeadlines(consider func(time.Time)) {
-	session := g.c.settings().ConsumerSessionTimeout
+	s := g.c.settings()
 	for _, m := range g.cg.members {
-		consider(m.lastHeartbeat.Add(session))
+		consider(m.lastHeartbeat.Add(m.sessionTimeout(s)))
 		consider(m.revokeDeadline)
 	}
 }
@@ -129,9 +133,16 @@ func (g *group) consumerDeadlines(consider func(time.Time)) {
 // expireConsumerMembers fences members whose session ended, or that did
 // not give up their revoked partitions within their rebalance timeout.
 func (g *group) expireConsumerMembers(now time.Time) {
-	session := g.c.settings().ConsumerSessionTimeout
+	s := g.c.settings()
 	for _, id := range g.cg.sortedMemberIDs() {
+		if g.cg == nil {
+			return // downgraded by the last removal: the classic group's timers rule
+		}
 		m := g.cg.members[id]
+		if m == nil {
+			continue
+		}
+		session := m.sessionTimeout(s)
 		var err error
 		switch {
 		case !now.Before(m.lastHeartbeat.Add(session)):
@@ -163,6 +174,10 @@ func (g *group) consumerCommitCode(memberID string, epoch int32, version int16, 
 	switch {
 	case m == nil:
 		return kerr.UnknownMemberID.Code
+	case m.classic != nil && epoch != m.epoch:
+		return kerr.IllegalGeneration.Code
+	case m.classic != nil:
+		return 0
 	case !transactional && version < 9:
 		return kerr.UnsupportedVersion.Code
 	case epoch != m.epoch:

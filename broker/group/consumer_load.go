@@ -1,6 +1,10 @@
 package group
 
-import "time"
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 // loadedConsumer accumulates a consumer-protocol group's records during
 // replay: the latest of each key wins and a tombstone deletes.
@@ -80,6 +84,14 @@ func (g *group) restoreConsumer(lc *loadedConsumer, now time.Time) {
 		}
 		if len(m.topics) == 0 {
 			m.topics = nil
+		}
+		if c := md.Classic; c != nil && (c.SessionTimeoutMs != 0 || len(c.SupportedProtocols) > 0) {
+			// An empty struct is how Kafka reads a member without the
+			// field; a classic member always has protocols.
+			m.classic = &classicMeta{sessionTimeout: time.Duration(c.SessionTimeoutMs) * time.Millisecond}
+			for _, p := range c.SupportedProtocols {
+				m.classic.protocols = append(m.classic.protocols, kmsg.JoinGroupRequestProtocol{Name: p.Name, Metadata: p.Metadata})
+			}
 		}
 		if cur := lc.current[id]; cur != nil {
 			m.epoch, m.prevEpoch, m.state = cur.MemberEpoch, cur.PreviousMemberEpoch, memberState(cur.State)

@@ -28,6 +28,7 @@ type Settings struct {
 	ConsumerSessionTimeout    time.Duration
 	ConsumerMaxSize           int      // 0: no limit
 	ConsumerAssignors         []string // the first is the default
+	MigrationPolicy           MigrationPolicy
 }
 
 // defaultAssignor is the server assignor of groups whose members name

@@ -21,7 +21,7 @@ func (g *group) join(req *kmsg.JoinGroupRequest, client Client, reply chan *kmsg
 		// A consumer-protocol group takes classic members only once
 		// it is empty, and then becomes a classic group again.
 		if !g.isEmpty() {
-			fail(kerr.InconsistentGroupProtocol.Code)
+			g.classicJoinToConsumer(req, client, reply)
 			return
 		}
 		if _, err := g.c.append(g.id, g.consumerTombstones()); err != nil {
