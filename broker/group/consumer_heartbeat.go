@@ -305,7 +305,12 @@ func (g *group) applyConsumerHeartbeat(cg *consumerGroup, req *kmsg.ConsumerGrou
 	if req.MemberEpoch == 0 {
 		owned = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 	}
-	others := ownerEpochsOf(members, memberID)
+	var others map[topicPartitionID]int32
+	if !m.reconciledTo(targetEpoch) {
+		// Only a member on its way needs to know what the others own: a
+		// steady heartbeat costs nothing per partition of the group.
+		others = ownerEpochsOf(members, memberID)
+	}
 	next, code := reconcile(m, targetEpoch, target[memberID], others, owned)
 	if code != 0 {
 		return nil, code, "The consumer group member is in an unknown state. The member must abandon all its partitions and rejoin."
