@@ -8,7 +8,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/broker/group"
+	"github.com/weir-broker/weir/config"
 	"github.com/weir-broker/weir/log"
 )
 
@@ -69,6 +71,7 @@ func (b *Broker) openGroups() error {
 			tp := b.Topic(topic)
 			return tp != nil && partition >= 0 && int(partition) < len(tp.partitions())
 		},
+		Topics: groupCatalog{b},
 		Logger: b.logger,
 		Now:    b.now,
 	})
@@ -143,8 +146,40 @@ func (b *Broker) groupSettings() group.Settings {
 		MaxSessionTimeout:     ms("group_max_session_timeout_ms"),
 		InitialRebalanceDelay: ms("group_initial_rebalance_delay_ms"),
 		OffsetRetention:       time.Duration(b.props.Int("group_offset_retention_sec")) * time.Second,
+
+		ConsumerHeartbeatInterval: ms("group_consumer_heartbeat_interval_ms"),
+		ConsumerSessionTimeout:    ms("group_consumer_session_timeout_ms"),
+		ConsumerMaxSize:           int(b.props.Int("group_consumer_max_size")),
+		ConsumerAssignors:         config.ConsumerAssignors(b.props.String("group_consumer_assignors")),
+		MigrationPolicy:           group.MigrationPolicy(b.props.String("group_consumer_migration_policy")),
 	}
 }
+
+// groupCatalog is the topics as consumer-protocol groups see them: the
+// controller's view, which every broker holds.
+type groupCatalog struct{ b *Broker }
+
+func (gc groupCatalog) ByName(name string) ([16]byte, int32, bool) {
+	t := gc.b.ctrl.state.View().Topic(name)
+	if t == nil {
+		return [16]byte{}, 0, false
+	}
+	return t.ID, int32(len(t.Partitions)), true
+}
+
+func (gc groupCatalog) ByID(id [16]byte) (string, int32, bool) {
+	t := gc.b.ctrl.state.View().TopicByID(controller.TopicID(id))
+	if t == nil {
+		return "", 0, false
+	}
+	return t.Name, int32(len(t.Partitions)), true
+}
+
+func (gc groupCatalog) Names() []string {
+	return gc.b.ctrl.state.View().TopicNames()
+}
+
+func (gc groupCatalog) Index() uint64 { return gc.b.ctrl.state.View().Index() }
 
 // offsetExpiryLoop removes expired offsets of empty groups, re-reading
 // the interval each round so a property change takes effect. (The log

@@ -143,6 +143,16 @@ func NewRegistry() *Registry {
 			Description: "Longest session timeout a group member may ask for (Kafka's group.max.session.timeout.ms)."},
 		{Name: "group_initial_rebalance_delay_ms", Kind: KindInt, Default: "3000", Min: 0, Max: 1 << 31,
 			Description: "How long the first rebalance of an empty group waits for more members (Kafka's group.initial.rebalance.delay.ms)."},
+		{Name: "group_consumer_heartbeat_interval_ms", Kind: KindInt, Default: "5000", Min: 1, Max: 1 << 31,
+			Description: "How often members of consumer-protocol (KIP-848) groups heartbeat (Kafka's group.consumer.heartbeat.interval.ms)."},
+		{Name: "group_consumer_session_timeout_ms", Kind: KindInt, Default: "45000", Min: 1, Max: 1 << 31,
+			Description: "How long a consumer-protocol group member may go without a heartbeat before it is fenced (Kafka's group.consumer.session.timeout.ms)."},
+		{Name: "group_consumer_max_size", Kind: KindInt, Default: "2147483647", Min: 1, Max: 1<<31 - 1,
+			Description: "Most members a consumer-protocol group may have; more get GROUP_MAX_SIZE_REACHED (Kafka's group.consumer.max.size)."},
+		{Name: "group_consumer_assignors", Kind: KindString, Default: "uniform,range", Check: CheckConsumerAssignors,
+			Description: "Server assignors of consumer-protocol groups, comma-separated; the first is used when a group's members name none (Kafka's group.consumer.assignors; uniform and range)."},
+		{Name: "group_consumer_migration_policy", Kind: KindString, Default: "bidirectional", OneOf: []string{"disabled", "upgrade", "downgrade", "bidirectional"},
+			Description: "Whether a running classic group becomes a consumer-protocol group when a consumer-protocol member joins (upgrade), and back when its last one leaves (downgrade) (Kafka's group.consumer.migration.policy)."},
 		{Name: "group_offset_retention_sec", Kind: KindInt, Default: strconv.Itoa(7 * 24 * 3600), Min: 1, Max: 1 << 40,
 			Description: "How long offsets of an empty group are kept (Kafka's offsets.retention.minutes), counted from when it became empty."},
 		{Name: "group_offset_retention_check_ms", Kind: KindInt, Default: "600000", Min: 100, Max: 1 << 40,
@@ -333,6 +343,38 @@ func CheckRatio(v string) error {
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil || f < 0 || f > 1 {
 		return fmt.Errorf("must be a number between 0 and 1")
+	}
+	return nil
+}
+
+// ConsumerAssignors splits group_consumer_assignors, accepting Kafka's
+// class names for the two assignors too.
+func ConsumerAssignors(value string) []string {
+	var out []string
+	for _, name := range strings.Split(value, ",") {
+		switch name = strings.TrimSpace(name); name {
+		case "org.apache.kafka.coordinator.group.assignor.UniformAssignor":
+			name = "uniform"
+		case "org.apache.kafka.coordinator.group.assignor.RangeAssignor":
+			name = "range"
+		}
+		if name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// CheckConsumerAssignors accepts a non-empty list of uniform and range.
+func CheckConsumerAssignors(value string) error {
+	names := ConsumerAssignors(value)
+	if len(names) == 0 {
+		return fmt.Errorf("no assignor in %q", value)
+	}
+	for _, n := range names {
+		if n != "uniform" && n != "range" {
+			return fmt.Errorf("assignor %q is not one of uniform, range", n)
+		}
 	}
 	return nil
 }

@@ -90,6 +90,8 @@ func (s *Server) newAPITable() apiTable {
 		{key: 61, name: "DescribeProducers", min: 0, max: 0, handle: s.handleDescribeProducers},
 		{key: 65, name: "DescribeTransactions", min: 0, max: 0, handle: s.handleDescribeTransactions},
 		{key: 66, name: "ListTransactions", min: 0, max: 2, handle: s.handleListTransactions},
+		{key: 68, name: "ConsumerGroupHeartbeat", min: 0, max: 1, handle: s.handleConsumerGroupHeartbeat},
+		{key: 69, name: "ConsumerGroupDescribe", min: 0, max: 1, handle: s.handleConsumerGroupDescribe},
 	}
 	var maxKey int16
 	for _, a := range list {

@@ -644,6 +644,8 @@ func TestEveryAPIAuthorized(t *testing.T) {
 		"DescribeGroups":               "TestAuthorizeGroups",
 		"ListGroups":                   "TestAuthorizeGroups",
 		"DeleteGroups":                 "TestAuthorizeGroups",
+		"ConsumerGroupHeartbeat":       "TestAuthorizeConsumerGroups",
+		"ConsumerGroupDescribe":        "TestAuthorizeConsumerGroups",
 		"CreateTopics":                 "TestAuthorizeAdmin",
 		"DeleteTopics":                 "TestAuthorizeAdmin",
 		"DeleteRecords":                "TestAuthorizeAdmin",
@@ -681,5 +683,40 @@ func TestEveryAPIAuthorized(t *testing.T) {
 		if tested[a.name] == "" {
 			t.Errorf("%s (key %d) is served but no test covers its authorization", a.name, a.key)
 		}
+	}
+}
+
+// TestAuthorizeConsumerGroups: KIP-848's heartbeat needs READ on the
+// group and DESCRIBE on every subscribed topic; its describe needs
+// DESCRIBE on each group.
+func TestAuthorizeConsumerGroups(t *testing.T) {
+	f := newAuthorizationFixture(t)
+	seedACLs(t, f.b, grantGroup("g1", kmsg.ACLOperationRead), grantTopic("orders", kmsg.ACLOperationRead))
+	heartbeat := func(group string, topics ...string) *kmsg.ConsumerGroupHeartbeatResponse {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.SetVersion(1)
+		req.Group, req.MemberID, req.RebalanceTimeoutMillis = group, "member-1", 30000
+		req.SubscribedTopicNames, req.Topics = topics, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		return f.c.roundTrip(req).(*kmsg.ConsumerGroupHeartbeatResponse)
+	}
+	codeIs(t, "heartbeat to g2", heartbeat("g2", "orders").ErrorCode, kerr.GroupAuthorizationFailed)
+	codeIs(t, "heartbeat to g1 subscribing payments", heartbeat("g1", "orders", "payments").ErrorCode, kerr.TopicAuthorizationFailed)
+	joined := heartbeat("g1", "orders")
+	codeIs(t, "heartbeat to g1 subscribing orders", joined.ErrorCode, nil)
+	if joined.MemberEpoch != 1 || joined.Assignment == nil || len(joined.Assignment.Topics) != 1 {
+		t.Errorf("joined at epoch %d with %+v", joined.MemberEpoch, joined.Assignment)
+	}
+
+	describe := kmsg.NewPtrConsumerGroupDescribeRequest()
+	describe.SetVersion(1)
+	describe.Groups, describe.IncludeAuthorizedOperations = []string{"g2", "g1"}, true
+	described := f.c.roundTrip(describe).(*kmsg.ConsumerGroupDescribeResponse)
+	codeIs(t, "describe g2", described.Groups[0].ErrorCode, kerr.GroupAuthorizationFailed)
+	codeIs(t, "describe g1", described.Groups[1].ErrorCode, nil)
+	if g := described.Groups[1]; g.Group != "g1" || len(g.Members) != 1 || g.Members[0].MemberID != "member-1" {
+		t.Errorf("described g1: %+v", g)
+	}
+	if got, want := described.Groups[1].AuthorizedOperations, opBits(kmsg.ACLOperationRead, kmsg.ACLOperationDescribe); got != want {
+		t.Errorf("g1's authorized operations %b, want %b", got, want)
 	}
 }

@@ -77,6 +77,9 @@ func (g *group) metadataValue() *kmsg.GroupMetadataValue {
 // Dead; the coordinator forgets it. Only empty groups are deleted.
 func (g *group) delete() error {
 	records := []log.KeyValue{{Key: groupKey(g.id)}}
+	if g.cg != nil {
+		records = g.consumerTombstones()
+	}
 	for t, ps := range g.offsets {
 		for p := range ps {
 			records = append(records, log.KeyValue{Key: offsetKey(g.id, t, p)})

@@ -21,6 +21,23 @@ type Settings struct {
 	MaxSessionTimeout     time.Duration
 	InitialRebalanceDelay time.Duration
 	OffsetRetention       time.Duration
+
+	// Consumer-protocol (KIP-848) groups, with Kafka's group.consumer.*
+	// meanings.
+	ConsumerHeartbeatInterval time.Duration
+	ConsumerSessionTimeout    time.Duration
+	ConsumerMaxSize           int      // 0: no limit
+	ConsumerAssignors         []string // the first is the default
+	MigrationPolicy           MigrationPolicy
+}
+
+// defaultAssignor is the server assignor of groups whose members name
+// none.
+func (s Settings) defaultAssignor() string {
+	if len(s.ConsumerAssignors) == 0 {
+		return "uniform"
+	}
+	return s.ConsumerAssignors[0]
 }
 
 // Client identifies the connection a request came from.
@@ -34,6 +51,8 @@ type Options struct {
 	Store           Store
 	Settings        func() Settings
 	PartitionExists func(topic string, partition int32) bool
+	// Topics resolves consumer-protocol groups' subscriptions.
+	Topics Catalog
 	// Owns selects the partitions of the store Load loads; nil: all.
 	// Whether a group is served is decided by the loaded partitions
 	// alone, so a broker may leave it nil and drive the coordinator
@@ -355,7 +374,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 		for _, t := range req.Topics {
 			topics = append(topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 		}
-		fetched := c.fetchGroup(req.Group, topics, req.Topics == nil, req.RequireStable)
+		fetched := c.fetchGroup(req.Group, nil, -1, topics, req.Topics == nil, req.RequireStable)
 		resp.ErrorCode = fetched.ErrorCode
 		for _, t := range fetched.Topics {
 			rt := kmsg.OffsetFetchResponseTopic{Topic: t.Topic}
@@ -369,12 +388,16 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 		return resp
 	}
 	for _, rg := range req.Groups {
-		resp.Groups = append(resp.Groups, c.fetchGroup(rg.Group, rg.Topics, rg.Topics == nil, req.RequireStable))
+		epoch := rg.MemberEpoch
+		if req.Version < 9 {
+			epoch = -1
+		}
+		resp.Groups = append(resp.Groups, c.fetchGroup(rg.Group, rg.MemberID, epoch, rg.Topics, rg.Topics == nil, req.RequireStable))
 	}
 	return resp
 }
 
-func (c *Coordinator) fetchGroup(id string, topics []kmsg.OffsetFetchRequestGroupTopic, all, requireStable bool) kmsg.OffsetFetchResponseGroup {
+func (c *Coordinator) fetchGroup(id string, memberID *string, memberEpoch int32, topics []kmsg.OffsetFetchRequestGroupTopic, all, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	out := kmsg.OffsetFetchResponseGroup{Group: id}
 	g, code := c.get(id, false)
 	if out.ErrorCode = code; code != 0 {
@@ -409,7 +432,11 @@ func (c *Coordinator) fetchGroup(id string, topics []kmsg.OffsetFetchRequestGrou
 			out.Topics = append(out.Topics, ft)
 		}
 	}
-	if g != nil && !g.do(func() { fill(g) }) {
+	if g != nil && !g.do(func() {
+		if out.ErrorCode = g.consumerFetchCode(memberID, memberEpoch); out.ErrorCode == 0 {
+			fill(g)
+		}
+	}) {
 		// A deleted group has no offsets; an unloaded one has offsets
 		// this coordinator can no longer vouch for, and answering -1
 		// would send the consumer to its reset policy.
@@ -463,11 +490,11 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 	}
 	for id, g := range c.groups {
 		s := g.pub.Load()
-		if s.state == Dead || !match(req.StatesFilter, string(s.state)) || !match(req.TypesFilter, "classic") {
+		if s.state == string(Dead) || !match(req.StatesFilter, s.state) || !match(req.TypesFilter, s.groupType) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = id, s.protocolType, string(s.state), "classic"
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = id, s.protocolType, s.state, s.groupType
 		resp.Groups = append(resp.Groups, lg)
 	}
 	return resp
@@ -481,8 +508,15 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 		d := kmsg.NewDescribeGroupsResponseGroup()
 		d.Group = id
 		g, code := c.get(id, false)
-		if code == 0 && g != nil && !g.do(func() { d = g.describe() }) {
+		consumer := false
+		if code == 0 && g != nil && !g.do(func() { d, consumer = g.describe(), g.cg != nil }) {
 			code, g = g.stopErr(0), nil
+		}
+		if consumer {
+			// Kafka describes only classic groups here; its admin
+			// client asks ConsumerGroupDescribe first.
+			d, g = kmsg.NewDescribeGroupsResponseGroup(), nil
+			d.Group = id
 		}
 		switch {
 		case code != 0:

@@ -80,8 +80,9 @@ func (m *member) sameProtocols(ps []kmsg.JoinGroupRequestProtocol) bool {
 
 // summary is what ListGroups needs, published by the loop.
 type summary struct {
-	state        State
+	state        string // the classic or the consumer group's state
 	protocolType string
+	groupType    string // "classic" or "consumer"
 	members      int
 }
 
@@ -111,8 +112,12 @@ type group struct {
 	pending      map[string]time.Time // KIP-394 member ids -> rejoin deadline
 	offsets      map[string]map[int32]offset
 	txn          txnOffsets // offsets of open transactions (txn_offsets.go)
-	stateSince   time.Time  // when the group entered its state (Kafka's currentStateTimestamp)
-	hadMembers   bool       // a group that only ever stored offsets expires by commit time
+	// cg is set while the group speaks the consumer protocol (KIP-848);
+	// the classic fields above are then unused but for state, which
+	// mirrors whether it has members.
+	cg         *consumerGroup
+	stateSince time.Time // when the group entered its state (Kafka's currentStateTimestamp)
+	hadMembers bool      // a group that only ever stored offsets expires by commit time
 
 	rebalanceDeadline time.Time // PreparingRebalance completes by then
 	initialDelayUntil time.Time // first rebalance of an empty group waits until then
@@ -171,7 +176,11 @@ func (g *group) do(f func()) bool {
 }
 
 func (g *group) publish() {
-	g.pub.Store(&summary{state: g.state, protocolType: g.protocolType, members: len(g.members)})
+	if g.cg != nil && g.state != Dead {
+		g.pub.Store(&summary{state: string(g.cg.state()), protocolType: "consumer", groupType: "consumer", members: len(g.cg.members)})
+		return
+	}
+	g.pub.Store(&summary{state: string(g.state), protocolType: g.protocolType, groupType: "classic", members: len(g.members)})
 }
 
 func (g *group) transition(s State) {
@@ -201,6 +210,9 @@ func (g *group) resetTimer() {
 	for _, deadline := range g.pending {
 		consider(deadline)
 	}
+	if g.cg != nil {
+		g.consumerDeadlines(consider)
+	}
 	if !g.timer.Stop() {
 		select {
 		case <-g.timer.C:
@@ -214,6 +226,10 @@ func (g *group) resetTimer() {
 }
 
 func (g *group) onTimer(now time.Time) {
+	if g.cg != nil {
+		g.expireConsumerMembers(now)
+		return
+	}
 	for id, deadline := range g.pending {
 		if !now.Before(deadline) {
 			delete(g.pending, id)
@@ -267,7 +283,9 @@ func newMemberID(clientID string) string {
 	return memberIDPrefix(clientID) + "-" + id
 }
 
-func (g *group) isEmpty() bool { return len(g.members) == 0 }
+func (g *group) isEmpty() bool {
+	return len(g.members) == 0 && (g.cg == nil || len(g.cg.members) == 0)
+}
 
 // removeMember drops a member; a parked JoinGroup or SyncGroup of it is
 // answered with code.

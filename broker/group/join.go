@@ -17,6 +17,20 @@ func (g *group) join(req *kmsg.JoinGroupRequest, client Client, reply chan *kmsg
 		fail(kerr.CoordinatorNotAvailable.Code)
 		return
 	}
+	if g.cg != nil {
+		// A consumer-protocol group takes classic members only once
+		// it is empty, and then becomes a classic group again.
+		if !g.isEmpty() {
+			g.classicJoinToConsumer(req, client, reply)
+			return
+		}
+		if _, err := g.c.append(g.id, g.consumerTombstones()); err != nil {
+			fail(kerr.CoordinatorNotAvailable.Code)
+			return
+		}
+		g.cg = nil
+		g.protocolType = ""
+	}
 	if !g.isEmpty() && (req.ProtocolType != g.protocolType || !g.supportsProtocols(req.Protocols)) {
 		fail(kerr.InconsistentGroupProtocol.Code)
 		return

@@ -260,7 +260,7 @@ func (c *Coordinator) load(run loadRun) (int, error) {
 		// Built outside the table lock: requests for other partitions
 		// go on during a large load.
 		for id, lg := range state {
-			if lg.meta == nil && len(lg.offsets) == 0 {
+			if lg.meta == nil && len(lg.offsets) == 0 && (lg.cg == nil || lg.cg.meta == nil) {
 				continue
 			}
 			g := newGroup(c, id)
@@ -342,6 +342,8 @@ func (c *Coordinator) replay(p int32) (map[string]*loadedGroup, error) {
 		}
 		lg := get(r.group)
 		switch {
+		case r.consumer != nil:
+			lg.applyConsumer(r.consumer)
 		case sr.Transactional && r.isOffset && r.offset != nil:
 			txnPending[sr.ProducerID] = append(txnPending[sr.ProducerID], pendingReplay{r.group, r.topic, r.partition, *r.offset, sr.Offset})
 		case sr.Transactional:
@@ -381,6 +383,7 @@ type loadedGroup struct {
 	meta    *kmsg.GroupMetadataValue
 	offsets map[string]map[int32]offset
 	txn     txnOffsets
+	cg      *loadedConsumer // records of a consumer-protocol group
 }
 
 // pendingReplay is a transactional offset record met during replay.
@@ -411,6 +414,11 @@ func (lg *loadedGroup) addPending(pid int64, topic string, partition int32, po p
 func (g *group) restore(lg *loadedGroup) {
 	g.offsets = lg.offsets
 	g.txn = lg.txn
+	if lg.cg != nil && lg.cg.meta != nil {
+		g.restoreConsumer(lg.cg, g.c.now())
+		g.publish()
+		return
+	}
 	m := lg.meta
 	if m == nil {
 		g.publish()

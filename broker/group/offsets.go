@@ -17,6 +17,9 @@ const maxOffsetMetadata = 4096
 // commit with generation -1 is a standalone consumer's (or an admin's)
 // and is allowed only while the group has no members.
 func (g *group) commitCode(req *kmsg.OffsetCommitRequest) int16 {
+	if g.cg != nil && g.state != Dead {
+		return g.consumerCommitCode(req.MemberID, req.Generation, req.Version, false)
+	}
 	switch {
 	case g.state == Dead:
 		return kerr.CoordinatorNotAvailable.Code
@@ -37,7 +40,7 @@ func (g *group) commitCode(req *kmsg.OffsetCommitRequest) int16 {
 func (g *group) commit(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse) {
 	code := g.commitCode(req)
 	now := g.c.now()
-	if m := g.members[req.MemberID]; m != nil && code == 0 {
+	if m := g.members[req.MemberID]; m != nil && code == 0 && g.cg == nil {
 		m.lastHeartbeat = now // a commit is as good as a heartbeat
 	}
 	type pending struct {
@@ -148,6 +151,9 @@ func (g *group) committedTopics() map[string][]int32 {
 // subscriptions name; nil when the group does not use the consumer
 // protocol.
 func (g *group) subscribedTopics() map[string]bool {
+	if g.cg != nil {
+		return g.cg.subscribedNames("", nil)
+	}
 	if g.protocolType != "consumer" {
 		return nil
 	}

@@ -94,10 +94,14 @@ type replayed struct {
 	offset    *offset                  // nil: offset tombstone
 	meta      *kmsg.GroupMetadataValue // nil: group tombstone
 	isOffset  bool
+	// consumer is a record of a KIP-848 (consumer protocol) group, set
+	// alone with group.
+	consumer *consumerRecord
 }
 
-// decodeRecord parses one __consumer_offsets record. Records of other
-// kinds (newer group protocols' keys) are skipped with ok=false.
+// decodeRecord parses one __consumer_offsets record: classic groups'
+// records, and KIP-848 groups' (r.consumer). Records of other kinds (the
+// keys of other group protocols) are skipped with ok=false.
 func decodeRecord(key, value []byte) (r replayed, ok bool, err error) {
 	if len(key) < 2 {
 		return r, false, fmt.Errorf("key of %d bytes", len(key))
@@ -135,6 +139,13 @@ func decodeRecord(key, value []byte) (r replayed, ok bool, err error) {
 		}
 		return r, true, nil
 	default:
-		return r, false, nil
+		if !isConsumerRecordType(version) {
+			return r, false, nil
+		}
+		cr, err := decodeConsumerRecord(key, value)
+		if err != nil {
+			return r, false, err
+		}
+		return replayed{group: cr.Group, consumer: &cr}, true, nil
 	}
 }

@@ -27,6 +27,10 @@ func (g *group) checkMember(memberID string, instanceID *string, generation int3
 }
 
 func (g *group) sync(req *kmsg.SyncGroupRequest, reply chan *kmsg.SyncGroupResponse) {
+	if g.cg != nil && g.state != Dead {
+		g.classicSyncToConsumer(req, reply)
+		return
+	}
 	resp := kmsg.NewPtrSyncGroupResponse()
 	resp.Version = req.Version
 	answer := func(code int16) {
@@ -99,6 +103,9 @@ func (g *group) syncResponse(m *member, version int16) *kmsg.SyncGroupResponse {
 }
 
 func (g *group) heartbeat(req *kmsg.HeartbeatRequest) int16 {
+	if g.cg != nil && g.state != Dead {
+		return g.classicHeartbeatToConsumer(req)
+	}
 	m, code := g.checkMember(req.MemberID, req.InstanceID, req.Generation)
 	if code != 0 {
 		return code
@@ -119,6 +126,9 @@ func (g *group) heartbeat(req *kmsg.HeartbeatRequest) int16 {
 func (g *group) leave(members []kmsg.LeaveGroupRequestMember) (top int16, codes []int16) {
 	if g.state == Dead {
 		return kerr.CoordinatorNotAvailable.Code, nil
+	}
+	if g.cg != nil {
+		return g.classicLeaveToConsumer(members)
 	}
 	var removed bool
 	for _, lm := range members {

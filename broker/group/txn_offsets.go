@@ -87,7 +87,9 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.Tx
 
 func (g *group) txnCommit(req *kmsg.TxnOffsetCommitRequest, resp *kmsg.TxnOffsetCommitResponse) {
 	code := int16(0)
-	if req.Generation >= 0 || req.MemberID != "" {
+	if g.cg != nil && g.state != Dead && (req.Generation >= 0 || req.MemberID != "") {
+		code = g.consumerCommitCode(req.MemberID, req.Generation, req.Version, true)
+	} else if req.Generation >= 0 || req.MemberID != "" {
 		code = g.commitCode(&kmsg.OffsetCommitRequest{Generation: req.Generation, MemberID: req.MemberID, InstanceID: req.InstanceID})
 	} else if g.state == Dead {
 		code = kerr.CoordinatorNotAvailable.Code
