@@ -41,7 +41,7 @@
 #
 # Environment (all optional):
 #   COMPAT_TEST_TIMEOUT  seconds per test (default 180; 90 with --short)
-#   COMPAT_BUDGET        seconds for the whole test loop (default 3600; 150
+#   COMPAT_BUDGET        seconds for the whole test loop (default 3600; 240
 #                        with --short); tests not started in time are NOTRUN
 #   COMPAT_OUT           directory for logs and results.tsv (default: a new
 #                        temp dir, removed on success unless COMPAT_KEEP=1);
@@ -75,7 +75,7 @@ done
 
 if [ "$mode" = short ]; then
 	test_timeout=${COMPAT_TEST_TIMEOUT:-90}
-	budget=${COMPAT_BUDGET:-150}
+	budget=${COMPAT_BUDGET:-240}
 else
 	test_timeout=${COMPAT_TEST_TIMEOUT:-180}
 	budget=${COMPAT_BUDGET:-3600}

@@ -1146,3 +1146,65 @@ func TestConsumerProtocolCoordinatorKilled(t *testing.T) {
 		return kafkaAddrs(without(bs, node))
 	})
 }
+
+// TestConsumerProtocolLedgerCheck feeds the ledger made-up event streams
+// of two consumers handing partition 0 over, to show that its check finds
+// what it is meant to find (no broker is started).
+func TestConsumerProtocolLedgerCheck(t *testing.T) {
+	const topic = "t"
+	assigned := func(ts int64) vcEvent {
+		return vcEvent{Timestamp: ts, Name: "partitions_assigned", Partitions: []vcPartition{{Topic: topic}}}
+	}
+	revoked := func(ts int64) vcEvent {
+		return vcEvent{Timestamp: ts, Name: "partitions_revoked", Partitions: []vcPartition{{Topic: topic}}}
+	}
+	consumed := func(ts, from, to int64) vcEvent {
+		return vcEvent{Timestamp: ts, Name: "records_consumed", Count: to - from + 1,
+			Partitions: []vcPartition{{Topic: topic, Count: to - from + 1, MinOffset: from, MaxOffset: to}}}
+	}
+	committed := func(ts, off int64, ok bool) vcEvent {
+		return vcEvent{Timestamp: ts, Name: "offsets_committed", Success: ok, Offsets: []vcPartition{{Topic: topic, Offset: off}}}
+	}
+	done := func(ts int64) vcEvent { return vcEvent{Timestamp: ts, Name: "shutdown_complete"} }
+
+	// a reads 0-9 and commits 10, reads 10-14 and fails to commit 15,
+	// then loses the partition; b must start at 10, 11, ... or 15.
+	a := []vcEvent{assigned(1), consumed(2, 0, 9), committed(3, 10, true), consumed(4, 10, 14), committed(5, 15, false), revoked(6), done(7)}
+	handover := func(bFrom int64, bAssigned int64) []vcEvent {
+		return []vcEvent{assigned(bAssigned), consumed(11, bFrom, 19), committed(12, 20, true), done(13)}
+	}
+	for _, tc := range []struct {
+		name  string
+		b     []vcEvent
+		end   int64
+		final int64
+		want  string // a substring of the one problem expected, "" for none
+		dups  int64
+	}{
+		{"at the commit", handover(10, 10), 20, 20, "", 5},
+		{"past the commit", handover(13, 10), 20, 20, "", 2},
+		{"at the read end", handover(15, 10), 20, 20, "", 0},
+		{"below the commit", handover(8, 10), 20, 20, "below 10", 0},
+		{"a gap", handover(16, 10), 20, 20, "had not been read", 0},
+		{"an overlap", handover(10, 5), 20, 20, "before a gave it up", 0},
+		{"short of the log end", handover(10, 10), 21, 20, "never consumed", 0},
+		{"commit regressed", []vcEvent{assigned(10), consumed(11, 10, 19), committed(12, 9, true), committed(13, 20, true), done(14)}, 20, 20, "strictly increase", 0},
+		{"rewind", []vcEvent{assigned(10), consumed(11, 10, 15), consumed(12, 12, 19), committed(13, 20, true), done(14)}, 20, 20, "a gap or a rewind", 0},
+		{"group offset", handover(10, 10), 20, 19, "committed offset is 19", 0},
+	} {
+		t.Run(strings.ReplaceAll(tc.name, " ", "-"), func(t *testing.T) {
+			l := newLedger(topic)
+			l.add("a", a)
+			l.add("b", tc.b)
+			v, errs := l.check(map[int32]int64{0: tc.end}, map[int32]int64{0: tc.final})
+			switch {
+			case tc.want == "" && len(errs) > 0:
+				t.Fatalf("problems %q, want none", errs)
+			case tc.want != "" && (len(errs) == 0 || !strings.Contains(strings.Join(errs, "\n"), tc.want)):
+				t.Fatalf("problems %q, want one with %q", errs, tc.want)
+			case tc.want == "" && v.duplicates != tc.dups:
+				t.Fatalf("%d records read twice, want %d", v.duplicates, tc.dups)
+			}
+		})
+	}
+}

@@ -17,8 +17,8 @@ import (
 
 // kgoCompatTimeout bounds .ci/compat.sh --short as a whole: building weir
 // and franz-go's kgo test binary (cold cache), then the short subset, whose
-// own loop budget is 150s.
-const kgoCompatTimeout = 6 * time.Minute
+// own loop budget is 240s.
+const kgoCompatTimeout = 8 * time.Minute
 
 // TestKgoCompatShort runs .ci/compat.sh --short: franz-go's own kgo
 // integration tests (pkg/kgo at the version in go.mod) listed in
