@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -46,8 +47,15 @@ func TestKgoCompatShort(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", script, "--short")
 	cmd.Dir = root
-	// The script's logs go to a directory of the test's, removed with it.
-	cmd.Env = append(os.Environ(), "COMPAT_OUT="+t.TempDir())
+	// The script's logs go to a directory of the test's, removed with it:
+	// the logs of the kgo tests that did not pass are logged first.
+	outDir := t.TempDir()
+	cmd.Env = append(os.Environ(), "COMPAT_OUT="+outDir)
+	defer func() {
+		if t.Failed() {
+			logKgoFailures(t, outDir)
+		}
+	}()
 	var buf bytes.Buffer
 	cmd.Stdout = &buf
 	cmd.Stderr = &buf
@@ -77,5 +85,45 @@ func TestKgoCompatShort(t *testing.T) {
 	}
 	if !strings.Contains(out, "compat: OK") {
 		t.Fatalf("compat.sh exited 0 without its closing line (output above)")
+	}
+}
+
+// logKgoFailures logs, for each kgo test in compat.sh's output directory
+// that did not pass (results.tsv: name, status, ...), the lines of its log
+// that say why: the tests' own messages and results, kgo's warnings and
+// errors, and what it logged about stale member epochs (KIP-848 commits),
+// at most the last 48 KiB of them.
+func logKgoFailures(t *testing.T, dir string) {
+	t.Helper()
+	results, err := os.ReadFile(filepath.Join(dir, "results.tsv"))
+	if err != nil {
+		t.Logf("no kgo results: %v", err)
+		return
+	}
+	why := regexp.MustCompile(`sendErr|_test\.go:[0-9]+: |^\s*--- |^panic|\[(WARN|ERROR)\]|stale member epoch|lost_partitions`)
+	for _, line := range strings.Split(strings.TrimSpace(string(results)), "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) < 2 || f[1] == "PASS" {
+			continue
+		}
+		path := filepath.Join(dir, "logs", f[0]+".log")
+		log, err := os.ReadFile(path)
+		if err != nil {
+			t.Logf("%s (%s): no log: %v", f[0], f[1], err)
+			continue
+		}
+		var b strings.Builder
+		for _, l := range strings.Split(string(log), "\n") {
+			if why.MatchString(l) {
+				b.WriteString(l)
+				b.WriteByte('\n')
+			}
+		}
+		out := b.String()
+		const most = 48 << 10
+		if len(out) > most {
+			out = out[len(out)-most:]
+		}
+		t.Logf("--- %s (%s): from %s ---\n%s", f[0], f[1], path, out)
 	}
 }
