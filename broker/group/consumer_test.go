@@ -816,3 +816,36 @@ func rejoinIfFenced(t *testing.T, m *consumer, r *kmsg.ConsumerGroupHeartbeatRes
 	}
 	mustOK(t, r)
 }
+
+// TestConsumerGroupClassicMemberJoinTimeout: a classic member of a
+// migrated group told to rejoin that does not within its rebalance
+// timeout is removed, heartbeats or not, and its partitions go on.
+func TestConsumerGroupClassicMemberJoinTimeout(t *testing.T) {
+	cat := &fakeCatalog{}
+	cat.set("t", 2)
+	c := newConsumerCoordinator(t, newMemStore(2), cat, consumerSettings())
+	a := joinNew(t, c, "m", joinOpts{rebalance: 300 * time.Millisecond})
+	if r := wait(t, syncAsync(c, "m", a.MemberID, a.Generation, map[string][]byte{a.MemberID: encodeAssignment("t", 0, 1)}), "sync"); r.ErrorCode != 0 {
+		t.Fatalf("sync: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	x := newConsumer(t, c, "m", "x")
+	mustOK(t, x.join("t"))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code := classicHeartbeat(c, "m", a.MemberID, a.Generation)
+		if code == kerr.UnknownMemberID.Code {
+			break
+		}
+		if code != kerr.RebalanceInProgress.Code {
+			t.Fatalf("classic heartbeat: %v", kerr.ErrorForCode(code))
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a classic member that never rejoined is still in the group")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// With the classic member gone the group is classic-free, still a
+	// consumer group, and x gets both partitions.
+	settle(t, x)
+	checkExclusive(t, "t", 2, x)
+}
