@@ -19,20 +19,27 @@ type (
 	wcGroupSummary struct {
 		Group         string `json:"group"`
 		State         string `json:"state"`
+		GroupType     string `json:"group_type"`
 		ProtocolType  string `json:"protocol_type"`
 		Members       int    `json:"members"`
 		CoordinatorID int32  `json:"coordinator_id"`
 		Error         string `json:"error"`
 	}
+	wcAssignedTopic struct {
+		Topic      string  `json:"topic"`
+		Partitions []int32 `json:"partitions"`
+	}
 	wcGroupMember struct {
-		MemberID   string  `json:"member_id"`
-		InstanceID *string `json:"instance_id"`
-		ClientID   string  `json:"client_id"`
-		Host       string  `json:"host"`
-		Assignment []struct {
-			Topic      string  `json:"topic"`
-			Partitions []int32 `json:"partitions"`
-		} `json:"assignment"`
+		MemberID             string            `json:"member_id"`
+		InstanceID           *string           `json:"instance_id"`
+		Rack                 *string           `json:"rack"`
+		ClientID             string            `json:"client_id"`
+		Host                 string            `json:"host"`
+		MemberEpoch          *int32            `json:"member_epoch"`
+		SubscribedTopics     []string          `json:"subscribed_topics"`
+		SubscribedTopicRegex *string           `json:"subscribed_topic_regex"`
+		Assignment           []wcAssignedTopic `json:"assignment"`
+		TargetAssignment     []wcAssignedTopic `json:"target_assignment"`
 	}
 	wcGroupPartition struct {
 		Topic           string `json:"topic"`
@@ -45,18 +52,22 @@ type (
 		Error           string `json:"error"`
 	}
 	wcGroupDescription struct {
-		Group           string             `json:"group"`
-		State           string             `json:"state"`
-		ProtocolType    string             `json:"protocol_type"`
-		Protocol        string             `json:"protocol"`
-		CoordinatorID   int32              `json:"coordinator_id"`
-		CoordinatorAddr string             `json:"coordinator_addr"`
-		MemberCount     int                `json:"member_count"`
-		TotalLag        int64              `json:"total_lag"`
-		Members         []wcGroupMember    `json:"members"`
-		Partitions      []wcGroupPartition `json:"partitions"`
-		Error           string             `json:"error"`
-		ErrorMessage    string             `json:"error_message"`
+		Group                 string             `json:"group"`
+		GroupType             string             `json:"group_type"`
+		State                 string             `json:"state"`
+		ProtocolType          string             `json:"protocol_type"`
+		Protocol              string             `json:"protocol"`
+		Assignor              string             `json:"assignor"`
+		GroupEpoch            *int32             `json:"group_epoch"`
+		TargetAssignmentEpoch *int32             `json:"target_assignment_epoch"`
+		CoordinatorID         int32              `json:"coordinator_id"`
+		CoordinatorAddr       string             `json:"coordinator_addr"`
+		MemberCount           int                `json:"member_count"`
+		TotalLag              int64              `json:"total_lag"`
+		Members               []wcGroupMember    `json:"members"`
+		Partitions            []wcGroupPartition `json:"partitions"`
+		Error                 string             `json:"error"`
+		ErrorMessage          string             `json:"error_message"`
 	}
 	wcGroupResult struct {
 		Group        string `json:"group"`
@@ -282,8 +293,8 @@ func TestWeirctlGroup(t *testing.T) {
 		if !ok {
 			t.Fatalf("group %s not listed", group)
 		}
-		if s.State != "Empty" || s.ProtocolType != "consumer" || s.Members != 0 || s.Error != "" {
-			t.Errorf("list entry: %+v, want Empty, consumer, 0 members", s)
+		if s.State != "Empty" || s.GroupType != "classic" || s.ProtocolType != "consumer" || s.Members != 0 || s.Error != "" {
+			t.Errorf("list entry: %+v, want Empty, classic, consumer, 0 members", s)
 		}
 		if _, ok := listGroupsJSON(t, w, "--state", "Empty")[group]; !ok {
 			t.Errorf("--state Empty does not list %s", group)
@@ -299,8 +310,11 @@ func TestWeirctlGroup(t *testing.T) {
 
 	step("describe shows commits and lag", func(t *testing.T) {
 		d := describeGroupJSON(t, w, group)
-		if d.State != "Empty" || d.ProtocolType != "consumer" || d.MemberCount != 0 || len(d.Members) != 0 || d.Error != "" {
+		if d.State != "Empty" || d.GroupType != "classic" || d.ProtocolType != "consumer" || d.MemberCount != 0 || len(d.Members) != 0 || d.Error != "" {
 			t.Errorf("summary: %+v", d)
+		}
+		if d.GroupEpoch != nil || d.TargetAssignmentEpoch != nil {
+			t.Errorf("a classic group has no epochs: %+v", d)
 		}
 		if d.CoordinatorID != int32(b.NodeID) || d.CoordinatorAddr != b.KafkaAddr {
 			t.Errorf("coordinator %d (%s), want %d (%s)", d.CoordinatorID, d.CoordinatorAddr, b.NodeID, b.KafkaAddr)
@@ -395,6 +409,12 @@ func TestWeirctlGroup(t *testing.T) {
 		m := d.Members[0]
 		if m.MemberID == "" || m.ClientID != "weirctl-group-test" || m.Host == "" {
 			t.Errorf("member: %+v", m)
+		}
+		if d.GroupType != "classic" || d.Protocol != "cooperative-sticky" || d.Assignor != "cooperative-sticky" {
+			t.Errorf("classic group: type %q, protocol %q, assignor %q", d.GroupType, d.Protocol, d.Assignor)
+		}
+		if m.MemberEpoch != nil || m.TargetAssignment != nil || len(m.SubscribedTopics) != 1 || m.SubscribedTopics[0] != topic {
+			t.Errorf("classic member: epoch %v, target %v, subscribed %q", m.MemberEpoch, m.TargetAssignment, m.SubscribedTopics)
 		}
 		if len(m.Assignment) != 1 || m.Assignment[0].Topic != topic || len(m.Assignment[0].Partitions) != parts {
 			t.Errorf("member assignment %+v, want all %d partitions of %s", m.Assignment, parts, topic)

@@ -66,6 +66,10 @@ type cgMember struct {
 	// Not stored: a restored member gets a fresh session.
 	lastHeartbeat  time.Time
 	revokeDeadline time.Time // zero unless unrevoked: fenced after it
+	// classicDeadline is a classic member's join or sync timeout: told to
+	// rejoin, it must within its rebalance timeout; having joined, it
+	// must sync within it (Kafka's join and sync timers).
+	classicDeadline time.Time
 }
 
 func (m *cgMember) clone() *cgMember {

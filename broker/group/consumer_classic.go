@@ -247,6 +247,7 @@ func (g *group) classicJoinToConsumer(req *kmsg.JoinGroupRequest, client Client,
 		fail(code)
 		return
 	}
+	next.classicDeadline = g.c.now().Add(next.rebalanceTimeout) // the sync timer
 	resp := kmsg.NewPtrJoinGroupResponse()
 	resp.Version = req.Version
 	resp.MemberID, resp.Generation = next.id, next.epoch
@@ -336,6 +337,7 @@ func (g *group) classicSyncToConsumer(req *kmsg.SyncGroupRequest, reply chan *km
 		code = kerr.InconsistentGroupProtocol.Code
 	}
 	if code == 0 && g.classicRebalanceDue(m) {
+		m.askRejoin(g.c.now())
 		code = kerr.RebalanceInProgress.Code
 	}
 	if code != 0 {
@@ -344,6 +346,7 @@ func (g *group) classicSyncToConsumer(req *kmsg.SyncGroupRequest, reply chan *km
 		return
 	}
 	m.lastHeartbeat = g.c.now()
+	m.classicDeadline = time.Time{}
 	protocolType, protocol := "consumer", m.classic.protocols[0].Name
 	resp.ProtocolType, resp.Protocol = &protocolType, &protocol
 	resp.MemberAssignment = g.classicAssignment(m)
@@ -357,6 +360,7 @@ func (g *group) classicHeartbeatToConsumer(req *kmsg.HeartbeatRequest) int16 {
 	}
 	m.lastHeartbeat = g.c.now()
 	if g.classicRebalanceDue(m) {
+		m.askRejoin(g.c.now())
 		return kerr.RebalanceInProgress.Code
 	}
 	return 0
@@ -455,4 +459,11 @@ func (g *group) downgrade(leaving string) error {
 	g.c.logger.Info("consumer group downgraded to the classic protocol", "group", g.id, "members", len(members), "generation", g.generation)
 	g.prepareRebalance(g.c.now(), "downgraded from the consumer protocol")
 	return nil
+}
+
+// askRejoin starts the member's join timer, unless it runs already.
+func (m *cgMember) askRejoin(now time.Time) {
+	if m.classicDeadline.IsZero() {
+		m.classicDeadline = now.Add(m.rebalanceTimeout)
+	}
 }

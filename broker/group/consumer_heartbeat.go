@@ -318,7 +318,8 @@ func (g *group) applyConsumerHeartbeat(cg *consumerGroup, req *kmsg.ConsumerGrou
 	if next != m || isNew {
 		records = append(records, cgCurrentAssignmentRecord(g.id, next.id, next.currentValue()))
 	}
-	if next.state == memberUnrevoked {
+	if next.state == memberUnrevoked && next.classic == nil {
+		// Classic members have join and sync timers instead.
 		if m.state != memberUnrevoked || next.epoch != m.epoch || next.revokeDeadline.IsZero() {
 			next.revokeDeadline = now.Add(next.rebalanceTimeout)
 		}

@@ -127,6 +127,7 @@ func (g *group) consumerDeadlines(consider func(time.Time)) {
 	for _, m := range g.cg.members {
 		consider(m.lastHeartbeat.Add(m.sessionTimeout(s)))
 		consider(m.revokeDeadline)
+		consider(m.classicDeadline)
 	}
 }
 
@@ -149,12 +150,17 @@ func (g *group) expireConsumerMembers(now time.Time) {
 			err = g.fenceConsumerMember(m, fmt.Sprintf("its session of %v expired", session))
 		case !m.revokeDeadline.IsZero() && !now.Before(m.revokeDeadline):
 			err = g.fenceConsumerMember(m, fmt.Sprintf("it did not revoke its partitions within its rebalance timeout of %v", m.rebalanceTimeout))
+		case !m.classicDeadline.IsZero() && !now.Before(m.classicDeadline):
+			err = g.fenceConsumerMember(m, fmt.Sprintf("it did not rejoin or sync within its rebalance timeout of %v", m.rebalanceTimeout))
 		}
 		if err != nil {
 			// Tried again in a second rather than at once.
 			m.lastHeartbeat = now.Add(time.Second - session)
 			if !m.revokeDeadline.IsZero() {
 				m.revokeDeadline = now.Add(time.Second)
+			}
+			if !m.classicDeadline.IsZero() {
+				m.classicDeadline = now.Add(time.Second)
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"sync"
@@ -108,6 +109,10 @@ type consumer struct {
 	epoch int32
 	owned map[string][]int32 // topic name -> partitions
 	inst  *string
+	subs  []string
+	// full: the next heartbeat is a full one (every field), as a client
+	// sends after an error or a lost answer.
+	full bool
 }
 
 func newConsumer(t *testing.T, c *Coordinator, group, id string) *consumer {
@@ -122,6 +127,10 @@ func (m *consumer) request() *kmsg.ConsumerGroupHeartbeatRequest {
 	for _, name := range sortedKeys(m.owned) {
 		req.Topics = append(req.Topics, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: topicIDOf(name), Partitions: m.owned[name]})
 	}
+	if m.full {
+		req.RebalanceTimeoutMillis, req.SubscribedTopicNames = 60000, m.subs
+		m.full = false
+	}
 	return req
 }
 
@@ -130,6 +139,7 @@ func (m *consumer) join(topics ...string) *kmsg.ConsumerGroupHeartbeatResponse {
 	m.t.Helper()
 	req := m.request()
 	req.MemberEpoch, req.RebalanceTimeoutMillis, req.SubscribedTopicNames = 0, 60000, topics
+	m.subs = topics
 	return m.send(req)
 }
 
@@ -682,4 +692,160 @@ func TestConsumerGroupOnlineMigration(t *testing.T) {
 	if again.ErrorCode != 0 || again.LeaderID != a.MemberID {
 		t.Fatalf("join after the downgrade: %v leader %q", kerr.ErrorForCode(again.ErrorCode), again.LeaderID)
 	}
+}
+
+// TestConsumerGroupNeverOwnedTwice drives a group through random joins,
+// leaves, subscription changes, topic growth and lost answers, and
+// checks after every step that no partition is assigned to, or being
+// revoked by, two members at once; then, with everyone heartbeating,
+// that the group settles with every subscribed partition owned once.
+func TestConsumerGroupNeverOwnedTwice(t *testing.T) {
+	for seed := int64(1); seed <= 50; seed++ {
+		rng := rand.New(rand.NewPCG(uint64(seed), 0))
+		cat := &fakeCatalog{}
+		cat.set("a", 6)
+		cat.set("b", 3)
+		c := newConsumerCoordinator(t, newMemStore(2), cat, consumerSettings())
+		group := fmt.Sprintf("g%d", seed)
+		var members []*consumer
+		subs := [][]string{{"a"}, {"b"}, {"a", "b"}}
+		for step := 0; step < 120; step++ {
+			switch op := rng.IntN(10); {
+			case op == 0 && len(members) < 6:
+				m := newConsumer(t, c, group, fmt.Sprintf("m%d", step))
+				mustOK(t, m.join(subs[rng.IntN(len(subs))]...))
+				members = append(members, m)
+			case op == 1 && len(members) > 0:
+				i := rng.IntN(len(members))
+				leave := members[i].request()
+				leave.MemberEpoch = leaveEpoch
+				mustOK(t, c.ConsumerGroupHeartbeat(leave, Client{}))
+				members = append(members[:i], members[i+1:]...)
+			case op == 2 && len(members) > 0:
+				m := members[rng.IntN(len(members))]
+				req := m.request()
+				req.SubscribedTopicNames = subs[rng.IntN(len(subs))]
+				m.subs = req.SubscribedTopicNames
+				rejoinIfFenced(t, m, m.send(req))
+			case op == 3:
+				_, n, _ := cat.ByName("a")
+				if n < 12 {
+					cat.set("a", n+1)
+				}
+			case op == 4 && len(members) > 0:
+				// An answer lost: the coordinator moved on, the member
+				// did not.
+				m := members[rng.IntN(len(members))]
+				epoch, owned := m.epoch, m.owned
+				m.beat()
+				m.epoch, m.owned, m.full = epoch, owned, true
+			case len(members) > 0:
+				m := members[rng.IntN(len(members))]
+				rejoinIfFenced(t, m, m.beat())
+			}
+			checkCoordinatorExclusive(t, c, group)
+		}
+		if len(members) == 0 {
+			continue
+		}
+		// Clients whose last answer was lost hear it at their next
+		// heartbeat: everyone heartbeats at least twice.
+		for round := 0; round < 30 && (round < 2 || describeState(t, c, group) != "Stable"); round++ {
+			for _, m := range members {
+				rejoinIfFenced(t, m, m.beat())
+			}
+			checkCoordinatorExclusive(t, c, group)
+		}
+		d := describeGroup(t, c, group)
+		if d.State != "Stable" {
+			t.Fatalf("seed %d: group not stable: %+v", seed, d)
+		}
+		wanted := map[string]bool{}
+		for _, m := range d.Members {
+			for _, topic := range m.SubscribedTopics {
+				wanted[topic] = true
+			}
+		}
+		for topic := range wanted {
+			_, n, _ := cat.ByName(topic)
+			checkExclusive(t, topic, n, members...)
+		}
+	}
+}
+
+// checkCoordinatorExclusive fails if the coordinator has a partition
+// assigned to or pending revocation by two members.
+func checkCoordinatorExclusive(t *testing.T, c *Coordinator, group string) {
+	t.Helper()
+	g, _ := c.get(group, false)
+	if g == nil {
+		return
+	}
+	var problem string
+	g.do(func() { // no t.Fatal on the group's loop: it would end the loop
+		if g.cg == nil {
+			return
+		}
+		owner := map[topicPartitionID]string{}
+		for id, m := range g.cg.members {
+			for _, a := range []partitions{m.assigned, m.revoking} {
+				for tid, ps := range a {
+					for _, p := range ps {
+						k := topicPartitionID{tid, p}
+						if other, ok := owner[k]; ok && other != id && problem == "" {
+							problem = fmt.Sprintf("partition %x/%d held by %s and %s", tid[:2], p, other, id)
+						}
+						owner[k] = id
+					}
+				}
+			}
+		}
+	})
+	if problem != "" {
+		t.Fatal(problem)
+	}
+}
+
+// rejoinIfFenced does what a client does with FENCED_MEMBER_EPOCH: it
+// gives everything up and rejoins; any other error fails the test.
+func rejoinIfFenced(t *testing.T, m *consumer, r *kmsg.ConsumerGroupHeartbeatResponse) {
+	t.Helper()
+	if r.ErrorCode == kerr.FencedMemberEpoch.Code {
+		m.epoch, m.owned = 0, map[string][]int32{}
+		r = m.join(m.subs...)
+	}
+	mustOK(t, r)
+}
+
+// TestConsumerGroupClassicMemberJoinTimeout: a classic member of a
+// migrated group told to rejoin that does not within its rebalance
+// timeout is removed, heartbeats or not, and its partitions go on.
+func TestConsumerGroupClassicMemberJoinTimeout(t *testing.T) {
+	cat := &fakeCatalog{}
+	cat.set("t", 2)
+	c := newConsumerCoordinator(t, newMemStore(2), cat, consumerSettings())
+	a := joinNew(t, c, "m", joinOpts{rebalance: 300 * time.Millisecond})
+	if r := wait(t, syncAsync(c, "m", a.MemberID, a.Generation, map[string][]byte{a.MemberID: encodeAssignment("t", 0, 1)}), "sync"); r.ErrorCode != 0 {
+		t.Fatalf("sync: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	x := newConsumer(t, c, "m", "x")
+	mustOK(t, x.join("t"))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code := classicHeartbeat(c, "m", a.MemberID, a.Generation)
+		if code == kerr.UnknownMemberID.Code {
+			break
+		}
+		if code != kerr.RebalanceInProgress.Code {
+			t.Fatalf("classic heartbeat: %v", kerr.ErrorForCode(code))
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a classic member that never rejoined is still in the group")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// With the classic member gone the group is classic-free, still a
+	// consumer group, and x gets both partitions.
+	settle(t, x)
+	checkExclusive(t, "t", 2, x)
 }

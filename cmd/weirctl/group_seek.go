@@ -176,17 +176,45 @@ func checkSeekable(group string, d kadm.DescribedGroup) error {
 	return nil
 }
 
+// checkConsumerSeekable is checkSeekable for what ConsumerGroupDescribe
+// said: whether the group is a consumer-protocol group (else DescribeGroups
+// decides), and if so whether it is free of members.
+func checkConsumerSeekable(group string, cg kadm.DescribedConsumerGroup, found bool) (consumer bool, err error) {
+	if !found || notConsumerGroup(cg.Err) {
+		return false, nil
+	}
+	if cg.Err != nil {
+		return true, fmt.Errorf("describe group %s: %s", group, cli.StatusCell(cg.Err, ""))
+	}
+	if len(cg.Members) > 0 {
+		return true, fmt.Errorf("group %s has %d active members (state %s): stop its consumers before seeking", group, len(cg.Members), cg.State)
+	}
+	return true, nil
+}
+
 func seekGroup(ctx context.Context, g *cli.Options, adm *kadm.Client, group string, target seekTarget, topics []string, dry bool) (*seekResult, error) {
-	described, err := adm.DescribeGroups(ctx, group)
+	// A consumer-protocol group is not one DescribeGroups knows (it
+	// answers GROUP_ID_NOT_FOUND, which would pass as "no members"): ask
+	// ConsumerGroupDescribe first. A failure to ask (a broker without the
+	// API) leaves the decision to DescribeGroups.
+	cgs, _ := adm.DescribeConsumerGroups(ctx, group)
+	cg, found := cgs[group]
+	consumer, err := checkConsumerSeekable(group, cg, found)
 	if err != nil {
-		return nil, g.DescribeCallErr("describe group "+group, err)
-	}
-	d, ok := described[group]
-	if !ok {
-		return nil, fmt.Errorf("describe group %s: broker did not describe it", group)
-	}
-	if err := checkSeekable(group, d); err != nil {
 		return nil, err
+	}
+	if !consumer {
+		described, err := adm.DescribeGroups(ctx, group)
+		if err != nil {
+			return nil, g.DescribeCallErr("describe group "+group, err)
+		}
+		d, ok := described[group]
+		if !ok {
+			return nil, fmt.Errorf("describe group %s: broker did not describe it", group)
+		}
+		if err := checkSeekable(group, d); err != nil {
+			return nil, err
+		}
 	}
 
 	committed, err := adm.FetchOffsets(ctx, group)

@@ -135,7 +135,7 @@ func listedAndDescribed() (kadm.ListedGroups, kadm.DescribedGroups) {
 
 func TestGroupListOutput(t *testing.T) {
 	listed, described := listedAndDescribed()
-	all := buildGroupSummaries(listed, described, nil)
+	all := buildGroupSummaries(listed, described, nil, nil)
 	if len(all) != 4 || all[0].Group != "audit" || all[3].Group != "old" {
 		t.Fatalf("want 4 groups sorted by name: %+v", all)
 	}
@@ -148,7 +148,7 @@ func TestGroupListOutput(t *testing.T) {
 
 	// The state filter also applies locally, including to groups whose
 	// state came only from DescribeGroups.
-	empty := buildGroupSummaries(listed, described, []string{"Empty"})
+	empty := buildGroupSummaries(listed, described, nil, []string{"Empty"})
 	if len(empty) != 2 || empty[0].Group != "audit" || empty[1].Group != "old" {
 		t.Errorf("Empty filter: %+v", empty)
 	}
@@ -158,10 +158,10 @@ func TestGroupListOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
-	if len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "GROUP STATE PROTOCOL-TYPE MEMBERS" {
+	if len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "GROUP STATE GROUP-TYPE PROTOCOL-TYPE MEMBERS" {
 		t.Fatalf("table:\n%s", buf.String())
 	}
-	if strings.Join(strings.Fields(lines[1]), " ") != "audit Empty consumer 0" {
+	if strings.Join(strings.Fields(lines[1]), " ") != "audit Empty classic consumer 0" {
 		t.Errorf("row: %q", lines[1])
 	}
 
