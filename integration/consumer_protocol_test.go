@@ -721,6 +721,18 @@ func vcOwned(evs []vcEvent) []int32 {
 	return out
 }
 
+// vcAssigned waits until run has been assigned a partition.
+func vcAssigned(t *testing.T, p *vcProc, timeout time.Duration) {
+	t.Helper()
+	pollUntil(t, timeout, p.name+" assigned partitions", func() error {
+		p.alive(t)
+		if len(vcOwned(p.events(t))) == 0 {
+			return errors.New("no partitions_assigned yet")
+		}
+		return nil
+	})
+}
+
 // vcFirstRecords waits until run has consumed a record.
 func vcFirstRecords(t *testing.T, p *vcProc, timeout time.Duration) {
 	t.Helper()
@@ -809,9 +821,13 @@ func vcCheckAcked(t *testing.T, acked map[int32][]int64, leo map[int32]int64) {
 
 func vcReport(t *testing.T, l *vcLedger, leo, committed map[int32]int64, runs ...*vcProc) vcVerdict {
 	t.Helper()
+	var joins []string
 	for _, r := range runs {
-		l.add(r.name, r.events(t))
+		evs := r.events(t)
+		l.add(r.name, evs)
+		joins = append(joins, r.name+" "+vcJoinTime(evs))
 	}
+	t.Logf("from startup_complete to the first partitions assigned: %s", strings.Join(joins, ", "))
 	v, errs := l.check(leo, committed)
 	var total int64
 	for _, e := range leo {
@@ -827,6 +843,21 @@ func vcReport(t *testing.T, l *vcLedger, leo, committed map[int32]int64, runs ..
 		t.Error(e)
 	}
 	return v
+}
+
+// vcJoinTime is how long a run took from startup_complete to its first
+// partitions_assigned naming a partition.
+func vcJoinTime(evs []vcEvent) string {
+	var started int64 = -1
+	for _, ev := range evs {
+		switch {
+		case ev.Name == "startup_complete":
+			started = ev.Timestamp
+		case ev.Name == "partitions_assigned" && len(ev.Partitions) > 0 && started >= 0:
+			return (time.Duration(ev.Timestamp-started) * time.Millisecond).String()
+		}
+	}
+	return "never"
 }
 
 // vcWaitDrained waits until the successful commits of the runs reach the
@@ -893,12 +924,13 @@ const (
 	vcGroup      = "vc848-group"
 	vcPartitions = 6
 	vcRecords    = 100_000
-	vcThroughput = 2_500 // records/s: 40 s of production at most
+	vcThroughput = 2_500 // records/s, at most: 40 s of production at least
 )
 
 // runVerifiableScenario: a VerifiableProducer writes vcRecords records
 // while VerifiableConsumers with the consumer protocol join and leave:
-// c1 (uniform) starts with the producer, c2 (the broker's default
+// c1 (uniform) starts first and, once it is assigned the partitions, the
+// producer; c2 (the broker's default
 // assignor) and c3 (uniform) join during production, c2 is stopped with
 // SIGTERM mid-way and started again. Once the producer finished and the
 // consumers committed the log end, ConsumerGroupDescribe must show the
@@ -915,8 +947,10 @@ func runVerifiableScenario(t *testing.T, addrs []string) {
 		consumer = "org.apache.kafka.tools.VerifiableConsumer"
 	)
 	start := time.Now()
-	prod := startVerifiable(t, java, libs, dir, "producer", producer, vcProducerArgs(addrs, vcTopic, vcRecords, vcThroughput)...)
 	c1 := startVerifiable(t, java, libs, dir, "c1", consumer, vcConsumerArgs(addrs, vcTopic, vcGroup, "uniform")...)
+	vcAssigned(t, c1, vcToolStartTimeout)
+	t.Logf("c1 assigned %v %v after the start", vcOwned(c1.events(t)), time.Since(start).Round(time.Millisecond))
+	prod := startVerifiable(t, java, libs, dir, "producer", producer, vcProducerArgs(addrs, vcTopic, vcRecords, vcThroughput)...)
 	vcFirstRecords(t, c1, vcToolStartTimeout)
 	t.Logf("c1 consuming %v after the start", time.Since(start).Round(time.Millisecond))
 
@@ -947,13 +981,7 @@ func runVerifiableScenario(t *testing.T, addrs []string) {
 	c2.stop(t)
 	sleepAlive(3*time.Second, c1, c3)
 	c2b := startVerifiable(t, java, libs, dir, "c2-again", consumer, vcConsumerArgs(addrs, vcTopic, vcGroup, "")...)
-	pollUntil(t, vcToolStartTimeout, "c2-again assigned partitions", func() error {
-		c2b.alive(t)
-		if len(vcOwned(c2b.events(t))) == 0 {
-			return errors.New("no partitions yet")
-		}
-		return nil
-	})
+	vcAssigned(t, c2b, vcToolStartTimeout)
 	t.Logf("c2-again assigned %v %v after the start; %s", vcOwned(c2b.events(t)), time.Since(start).Round(time.Millisecond), progress())
 
 	if !prod.waitExit(3 * time.Minute) {
@@ -1034,11 +1062,13 @@ const (
 	vkTopic      = "vk848"
 	vkGroup      = "vk848-group"
 	vkRecords    = 30_000
-	vkThroughput = 1_000 // records/s: 30 s of production
+	vkThroughput = 1_000 // records/s, at most: 30 s of production at least
 )
 
 // runCoordinatorKillScenario: one VerifiableConsumer with the consumer
-// protocol reads a topic a VerifiableProducer writes to; once it has
+// protocol reads a topic a VerifiableProducer writes to (started once the
+// consumer is assigned its partitions, so that production runs for at
+// least 30 s from the consumer's first records); once it has
 // consumed and committed for a while, the broker coordinating its group
 // is killed with SIGKILL (kill is given its node id and returns the
 // addresses of the brokers left). Another broker must take the group
@@ -1052,8 +1082,9 @@ func runCoordinatorKillScenario(t *testing.T, addrs []string, kill func(node int
 	vcCreateTopic(t, adm, vkTopic, vcPartitions, 3)
 
 	start := time.Now()
-	prod := startVerifiable(t, java, libs, dir, "producer", "org.apache.kafka.tools.VerifiableProducer", vcProducerArgs(addrs, vkTopic, vkRecords, vkThroughput)...)
 	c := startVerifiable(t, java, libs, dir, "consumer", "org.apache.kafka.tools.VerifiableConsumer", vcConsumerArgs(addrs, vkTopic, vkGroup, "")...)
+	vcAssigned(t, c, vcToolStartTimeout)
+	prod := startVerifiable(t, java, libs, dir, "producer", "org.apache.kafka.tools.VerifiableProducer", vcProducerArgs(addrs, vkTopic, vkRecords, vkThroughput)...)
 	vcFirstRecords(t, c, vcToolStartTimeout)
 	t.Logf("consumer reading %v after the start", time.Since(start).Round(time.Millisecond))
 	coord := vcCoordinator(t, adm, vkGroup)
