@@ -36,11 +36,7 @@ type Catalog interface {
 func (c *Coordinator) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, client Client) *kmsg.ConsumerGroupHeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	fail := func(code int16, msg string) *kmsg.ConsumerGroupHeartbeatResponse {
-		resp.ErrorCode = code
-		if msg != "" {
-			resp.ErrorMessage = &msg
-		}
-		return resp
+		return heartbeatError(resp, code, msg)
 	}
 	if code := c.unavailable(req.Group); code != 0 && req.Group != "" {
 		return fail(code, "")
@@ -63,6 +59,15 @@ func (c *Coordinator) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatReq
 		return fail(g.stopErr(kerr.UnknownMemberID.Code), "")
 	}
 	return out
+}
+
+// heartbeatError answers code, with msg when there is one.
+func heartbeatError(resp *kmsg.ConsumerGroupHeartbeatResponse, code int16, msg string) *kmsg.ConsumerGroupHeartbeatResponse {
+	resp.ErrorCode = code
+	if msg != "" {
+		resp.ErrorMessage = &msg
+	}
+	return resp
 }
 
 // validateConsumerHeartbeat is Kafka's check of the request's fields.
@@ -146,11 +151,7 @@ func compileTopicRegex(expr string) (*regexp.Regexp, error) {
 func (g *group) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, client Client) *kmsg.ConsumerGroupHeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	fail := func(code int16, msg string) *kmsg.ConsumerGroupHeartbeatResponse {
-		resp.ErrorCode = code
-		if msg != "" {
-			resp.ErrorMessage = &msg
-		}
-		return resp
+		return heartbeatError(resp, code, msg)
 	}
 	if g.state == Dead {
 		return fail(kerr.CoordinatorNotAvailable.Code, "")

@@ -15,8 +15,7 @@ import (
 // its assignment meanwhile).
 func (g *group) consumerLeave(req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) *kmsg.ConsumerGroupHeartbeatResponse {
 	fail := func(code int16, msg string) *kmsg.ConsumerGroupHeartbeatResponse {
-		resp.ErrorCode, resp.ErrorMessage = code, &msg
-		return resp
+		return heartbeatError(resp, code, msg)
 	}
 	cg := g.cg
 	id := req.MemberID
