@@ -34,6 +34,8 @@ type stateCollector struct {
 	underReplicated *prometheus.Desc
 	offline         *prometheus.Desc
 	configVersion   *prometheus.Desc
+	groups          *prometheus.Desc
+	rebalances      *prometheus.Desc
 }
 
 func newStateCollector(b *Broker) *stateCollector {
@@ -50,6 +52,10 @@ func newStateCollector(b *Broker) *stateCollector {
 			"Partitions of the cluster without a live elected leader, as the controller records them; reported by the broker that leads the controller group, 0 on the others, so the sum over brokers is the cluster's count (Kafka's OfflinePartitionsCount).", nil, nil),
 		configVersion: prometheus.NewDesc("weir_cluster_config_version",
 			"The cluster config version this broker has applied: the number of batches of cluster property changes.", nil, nil),
+		groups: prometheus.NewDesc("weir_groups",
+			"Groups this broker coordinates, by type (classic, consumer: KIP-848) and state, as ListGroups names them (Kafka's group-count and consumer-group-count).", []string{"type", "state"}, nil),
+		rebalances: prometheus.NewDesc("weir_group_rebalances_total",
+			"Rebalances this broker's coordinator started, by group type: a classic group preparing a rebalance, a consumer-protocol group bumping its epoch (Kafka's consumer-group-rebalance-count).", []string{"type"}, nil),
 	}
 }
 
@@ -59,6 +65,8 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.underReplicated
 	ch <- c.offline
 	ch <- c.configVersion
+	ch <- c.groups
+	ch <- c.rebalances
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -72,6 +80,14 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.underReplicated, s.underReplicated)
 	gauge(c.offline, s.offline)
 	gauge(c.configVersion, c.b.ClusterConfigVersion())
+	if coord := c.b.Groups(); coord != nil {
+		for k, n := range coord.GroupCounts() {
+			gauge(c.groups, int64(n), k.Type, k.State)
+		}
+		classic, consumer := coord.Rebalances()
+		ch <- prometheus.MustNewConstMetric(c.rebalances, prometheus.CounterValue, float64(classic), "classic")
+		ch <- prometheus.MustNewConstMetric(c.rebalances, prometheus.CounterValue, float64(consumer), "consumer")
+	}
 }
 
 // partitionStats counts what the partition gauges report.

@@ -348,6 +348,9 @@ func (g *group) applyConsumerHeartbeat(cg *consumerGroup, req *kmsg.ConsumerGrou
 		cg.static[*next.instanceID] = memberID
 	}
 	cg.regexes, cg.topicsIndex = regexes, topicsIndex
+	if epoch > cg.epoch && len(cg.members) > 0 {
+		g.c.consumerRebalances.Add(1)
+	}
 	cg.epoch, cg.metadataHash = epoch, hash
 	if targetEpoch != cg.targetEpoch || replaced != "" {
 		cg.target, cg.targetEpoch = target, targetEpoch

@@ -90,6 +90,7 @@ func (g *group) fenceConsumerMember(m *cgMember, why string) error {
 	g.removeConsumerMember(m.id)
 	delete(cg.target, m.id)
 	cg.regexes, cg.epoch, cg.metadataHash = regexes, epoch, hash
+	g.c.consumerRebalances.Add(1)
 	g.c.logger.Info("consumer group member removed", "group", g.id, "member", m.id, "reason", why, "epoch", epoch)
 	g.consumerStateChanged()
 	return nil

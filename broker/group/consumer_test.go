@@ -849,3 +849,22 @@ func TestConsumerGroupClassicMemberJoinTimeout(t *testing.T) {
 	settle(t, x)
 	checkExclusive(t, "t", 2, x)
 }
+
+func TestGroupCountsAndRebalances(t *testing.T) {
+	cat := &fakeCatalog{}
+	cat.set("t", 2)
+	c := newConsumerCoordinator(t, newMemStore(2), cat, consumerSettings())
+	stableMember(t, c, "classic")
+	a, b := newConsumer(t, c, "g", "a"), newConsumer(t, c, "g", "b")
+	mustOK(t, a.join("t"))
+	mustOK(t, b.join("t"))
+	settle(t, a, b)
+	counts := c.GroupCounts()
+	if counts[GroupKey{"classic", "Stable"}] != 1 || counts[GroupKey{"consumer", "Stable"}] != 1 || len(counts) != 2 {
+		t.Fatalf("counts %v", counts)
+	}
+	classic, consumer := c.Rebalances()
+	if classic != 1 || consumer != 2 {
+		t.Fatalf("rebalances: classic %d consumer %d; want 1 (the first join) and 2 (two joins)", classic, consumer)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -80,6 +81,10 @@ type Coordinator struct {
 	// markers are transaction markers waiting to be settled
 	// (txn_offsets.go).
 	markers markerQueue
+
+	// Rebalances started: classic groups entering PreparingRebalance,
+	// consumer-protocol groups bumping their epoch.
+	classicRebalances, consumerRebalances atomic.Int64
 }
 
 // New makes a coordinator that serves no group until Load or
@@ -579,4 +584,29 @@ func (c *Coordinator) TopicDeleted(topic string) {
 	for _, g := range c.all() {
 		g.do(func() { g.dropTopic(topic) })
 	}
+}
+
+// GroupKey is a group type ("classic" or "consumer") and state, as
+// ListGroups names them.
+type GroupKey struct{ Type, State string }
+
+// GroupCounts counts the live groups of the loaded partitions by type
+// and state (Kafka's group-count and consumer-group-count metrics).
+func (c *Coordinator) GroupCounts() map[GroupKey]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[GroupKey]int{}
+	for _, g := range c.groups {
+		if s := g.pub.Load(); s.state != string(Dead) {
+			out[GroupKey{s.groupType, s.state}]++
+		}
+	}
+	return out
+}
+
+// Rebalances counts the rebalances this coordinator started, by group
+// type: a classic group preparing a rebalance, a consumer-protocol group
+// bumping its epoch (Kafka's consumer-group-rebalance-count).
+func (c *Coordinator) Rebalances() (classic, consumer int64) {
+	return c.classicRebalances.Load(), c.consumerRebalances.Load()
 }

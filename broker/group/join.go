@@ -230,6 +230,7 @@ func (g *group) prepareRebalance(now time.Time, reason string) {
 		}
 	}
 	g.c.logger.Debug("group rebalancing", "group", g.id, "reason", reason, "generation", g.generation)
+	g.c.classicRebalances.Add(1)
 	g.transition(PreparingRebalance)
 	g.tryCompleteJoin(now)
 }
