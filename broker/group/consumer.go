@@ -156,23 +156,19 @@ func (cg *consumerGroup) preferredAssignor(def string) string {
 	return best
 }
 
-// ownerEpochs maps every partition some member owns or is revoking to
-// that member's epoch, except the member skip: a partition in it is not
-// free to assign to another member yet.
-func (cg *consumerGroup) ownerEpochs(skip string) map[topicPartitionID]int32 {
-	out := map[topicPartitionID]int32{}
-	for id, m := range cg.members {
+// heldByOthers is every partition a member other than skip owns or is
+// revoking: none of them is free to assign to another member yet.
+func heldByOthers(members map[string]*cgMember, skip string) map[topicPartitionID]bool {
+	out := map[topicPartitionID]bool{}
+	for id, m := range members {
 		if id == skip {
 			continue
 		}
-		for t, ps := range m.assigned {
-			for _, p := range ps {
-				out[topicPartitionID{t, p}] = m.epoch
-			}
-		}
-		for t, ps := range m.revoking {
-			for _, p := range ps {
-				out[topicPartitionID{t, p}] = m.epoch
+		for _, a := range []partitions{m.assigned, m.revoking} {
+			for t, ps := range a {
+				for _, p := range ps {
+					out[topicPartitionID{t, p}] = true
+				}
 			}
 		}
 	}

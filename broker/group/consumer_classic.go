@@ -314,7 +314,7 @@ func (g *group) classicRebalanceDue(m *cgMember) bool {
 		return true
 	}
 	if m.state == memberUnreleased {
-		next, _ := reconcile(m, cg.targetEpoch, cg.target[m.id], cg.ownerEpochs(m.id), classicOwned(m))
+		next, _ := reconcile(m, cg.targetEpoch, cg.target[m.id], heldByOthers(cg.members, m.id), classicOwned(m))
 		return next != m && !equalPartitions(next.assigned, m.assigned)
 	}
 	return false

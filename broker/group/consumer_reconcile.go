@@ -20,10 +20,10 @@ import (
 //
 // So no partition is ever owned by two members at once. owned is what
 // the heartbeat reported (nil: not reported, which never proves a
-// revocation); others gives, for every partition another member owns or
-// is revoking, that member's epoch. m is not modified; the result is m
-// itself when nothing changes.
-func reconcile(m *cgMember, targetEpoch int32, target partitions, others map[topicPartitionID]int32, owned []kmsg.ConsumerGroupHeartbeatRequestTopic) (*cgMember, int16) {
+// revocation); others holds every partition another member owns or is
+// revoking. m is not modified; the result is m itself when nothing
+// changes.
+func reconcile(m *cgMember, targetEpoch int32, target partitions, others map[topicPartitionID]bool, owned []kmsg.ConsumerGroupHeartbeatRequestTopic) (*cgMember, int16) {
 	switch m.state {
 	case memberStable:
 		if m.epoch == targetEpoch {
@@ -47,7 +47,7 @@ func reconcile(m *cgMember, targetEpoch int32, target partitions, others map[top
 	}
 }
 
-func nextAssignment(m *cgMember, epoch, targetEpoch int32, target partitions, others map[topicPartitionID]int32, owned []kmsg.ConsumerGroupHeartbeatRequestTopic) *cgMember {
+func nextAssignment(m *cgMember, epoch, targetEpoch int32, target partitions, others map[topicPartitionID]bool, owned []kmsg.ConsumerGroupHeartbeatRequestTopic) *cgMember {
 	assigned, revoking, pending := partitions{}, partitions{}, partitions{}
 	unreleased := false
 	for t := range unionTopics(target, m.assigned) {
@@ -64,7 +64,7 @@ func nextAssignment(m *cgMember, epoch, targetEpoch int32, target partitions, ot
 			if _, ok := slices.BinarySearch(keep, p); ok {
 				continue
 			}
-			if _, taken := others[topicPartitionID{t, p}]; taken {
+			if others[topicPartitionID{t, p}] {
 				unreleased = true
 				continue
 			}
