@@ -156,6 +156,7 @@ func Open(opts Options) (*Broker, error) {
 	// caught-up follower from its leaders' ISR.
 	b.every(replicaProgressEvery, b.reportProgress)
 	b.every(replicaProgressEvery, b.maintainLeaders)
+	b.every(replicaProgressEvery, b.replaceDeadLeaders)
 	b.every(opts.RetentionCheckInterval, func() { b.EnforceRetention(context.Background()) })
 	b.startCleaner()
 	// Reads the coalescer retained for later fetches go once they aged,

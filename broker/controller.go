@@ -224,12 +224,14 @@ func (c *controllerNode) register() error {
 	// Registering again is harmless (the same incarnation keeps its
 	// epoch), so a controller that lost leadership mid-proposal (outcome
 	// unknown) or has none yet is retried, as a restarting broker meets
-	// while the cluster elects.
+	// while the cluster elects, and so is a proposal that timed out
+	// behind a busy controller (thousands of partitions failing over).
 	deadline = time.Now().Add(joinTimeout)
 	duplicateDeadline := time.Now().Add(duplicateRegistrationWait)
 	res, err := c.propose(reg)
 	for err != nil && time.Now().Before(deadline) &&
-		(errors.Is(err, kerr.NotController) || errors.Is(err, kerr.DuplicateBrokerRegistration) && time.Now().Before(duplicateDeadline)) {
+		(errors.Is(err, kerr.NotController) || errors.Is(err, kerr.RequestTimedOut) ||
+			errors.Is(err, kerr.DuplicateBrokerRegistration) && time.Now().Before(duplicateDeadline)) {
 		c.logger.Info("registering again: no controller took the registration", "err", err)
 		select {
 		case <-time.After(200 * time.Millisecond):

@@ -207,6 +207,12 @@ func (rs *Replicas) servePartitionProgress(_ context.Context, _ string, data []b
 		if p := rs.replicaByGroup(e.Group); p != nil && p.IsLeader() {
 			hw := p.HighWatermark()
 			p.tracking.record(r.NodeID, e.End, hw, now)
+			if e.End < hw {
+				// The follower may only lack the last commit index,
+				// which an idle leader's heartbeats bring every few
+				// seconds: send them now.
+				p.group.NotifyFollowers()
+			}
 			reply.HighWatermarks = append(reply.HighWatermarks, progressEntry{Group: e.Group, End: hw})
 		}
 	}
@@ -263,8 +269,13 @@ func (rs *Replicas) maintainLeaders() {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			rs.reportISR(p, cp, lagMax)
-			if rs.maintainMembers(p, cp, v, time.Now()) {
+			// One copy of the group's configuration serves both.
+			servers, err := p.group.Configuration()
+			if err != nil {
+				return
+			}
+			rs.reportISR(p, cp, servers, lagMax)
+			if rs.maintainMembers(p, cp, v, servers, time.Now()) {
 				return
 			}
 			if balance {
@@ -280,12 +291,12 @@ func (rs *Replicas) maintainLeaders() {
 const maxConcurrentReports = 8
 
 // reportISR tells the controller the partition's ISR when it changed.
-func (rs *Replicas) reportISR(p *Partition, cp controller.Partition, lagMax time.Duration) {
+func (rs *Replicas) reportISR(p *Partition, cp controller.Partition, servers []raft.Server, lagMax time.Duration) {
 	epoch := p.LeaderEpoch()
 	if epoch < 0 {
 		return
 	}
-	isr := withoutNonvoters(p, p.tracking.isr(rs.node.NodeID, cp.Replicas, time.Now(), lagMax))
+	isr := withoutNonvoters(servers, p.tracking.isr(rs.node.NodeID, cp.Replicas, time.Now(), lagMax))
 	p.tracking.mu.Lock()
 	changed := !slices.Equal(isr, p.tracking.reportedISR)
 	p.tracking.mu.Unlock()
@@ -318,19 +329,19 @@ func (rs *Replicas) inSyncReplicas(p *Partition) []int32 {
 	}
 	now := time.Now()
 	lagMax := time.Duration(rs.props.Int("replica_lag_time_max_ms")) * time.Millisecond
-	isr := withoutNonvoters(p, p.tracking.isr(rs.node.NodeID, cp.Replicas, now, lagMax))
+	servers, err := p.group.Configuration()
+	if err != nil {
+		return nil
+	}
+	isr := withoutNonvoters(servers, p.tracking.isr(rs.node.NodeID, cp.Replicas, now, lagMax))
 	return slices.DeleteFunc(isr, func(r int32) bool { return r != rs.node.NodeID && !v.Live(r, now) })
 }
 
 // withoutNonvoters drops from isr the replicas the partition's Raft group
-// holds as non-voters: a replica catching up from new data is not in
+// (whose configuration servers is) holds as non-voters: a replica catching up from new data is not in
 // sync, however close it is, until it votes again — reporting it would
 // let Metadata promise a redundancy the group does not have.
-func withoutNonvoters(p *Partition, isr []int32) []int32 {
-	servers, err := p.group.Configuration()
-	if err != nil {
-		return isr
-	}
+func withoutNonvoters(servers []raft.Server, isr []int32) []int32 {
 	for _, s := range servers {
 		if s.Voter {
 			continue
@@ -347,13 +358,9 @@ func withoutNonvoters(p *Partition, isr []int32) []int32 {
 // (its data was replaced) is demoted to a non-voter at its new address,
 // so it is caught up without voting on a log it does not have, and
 // promoted back once it reached the leader's log end. A replica that only
-// moved its RPC address keeps its vote. It reports whether it changed
-// anything.
-func (rs *Replicas) maintainMembers(p *Partition, cp controller.Partition, v *controller.View, now time.Time) bool {
-	servers, err := p.group.Configuration()
-	if err != nil {
-		return false
-	}
+// moved its RPC address keeps its vote. servers is the group's
+// configuration. It reports whether it changed anything.
+func (rs *Replicas) maintainMembers(p *Partition, cp controller.Partition, v *controller.View, servers []raft.Server, now time.Time) bool {
 	self := strconv.Itoa(int(rs.node.NodeID))
 	for _, s := range servers {
 		if s.ID == self {
@@ -366,28 +373,32 @@ func (rs *Replicas) maintainMembers(p *Partition, cp controller.Partition, v *co
 		want := rs.memberAddr(int32(id), v)
 		_, wantIncarnation := raft.SplitMemberAddr(want)
 		_, haveIncarnation := raft.SplitMemberAddr(s.Addr)
-		ctx, cancel := context.WithTimeout(context.Background(), replicaOpTimeout)
 		var change string
+		var do func(ctx context.Context) error
 		switch {
 		case s.Addr != want && s.Voter && haveIncarnation != "" && haveIncarnation != wantIncarnation:
 			change = "demoted a replica with new data to catch up"
-			if err = p.group.DemoteVoter(ctx, s.ID); err == nil {
-				err = p.group.AddNonvoter(ctx, s.ID, want)
+			do = func(ctx context.Context) error {
+				if err := p.group.DemoteVoter(ctx, s.ID); err != nil {
+					return err
+				}
+				return p.group.AddNonvoter(ctx, s.ID, want)
 			}
 		case s.Addr != want && s.Voter:
 			change = "updated a replica's address"
-			err = p.group.AddVoter(ctx, s.ID, want)
+			do = func(ctx context.Context) error { return p.group.AddVoter(ctx, s.ID, want) }
 		case s.Addr != want:
 			change = "updated a catching-up replica's address"
-			err = p.group.AddNonvoter(ctx, s.ID, want)
+			do = func(ctx context.Context) error { return p.group.AddNonvoter(ctx, s.ID, want) }
 		case !s.Voter && p.tracking.current(int32(id), p.HighWatermark(), now):
 			change = "promoted a caught-up replica to voter"
-			err = p.group.AddVoter(ctx, s.ID, want)
-		}
-		cancel()
-		if change == "" {
+			do = func(ctx context.Context) error { return p.group.AddVoter(ctx, s.ID, want) }
+		default:
 			continue
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), replicaOpTimeout)
+		err = do(ctx)
+		cancel()
 		if err != nil {
 			rs.logger.Warn("partition group membership", "topic", p.topic.Name(), "partition", p.Index, "replica", id, "change", change, "err", err)
 		} else {

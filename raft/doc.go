@@ -76,12 +76,18 @@
 //     bytes of index. Snapshots stay per group (FileSnapshotStore).
 //   - Timers: still per group (hashicorp/raft's own), so their defaults
 //     are what an idle group costs; broker/replication.go sizes a
-//     partition's for thousands of groups and states the failover bound.
+//     partition's for thousands of groups (an idle leader heartbeats
+//     every 4–8 s, a follower's own election timer is 12–24 s) and
+//     broker/failover.go replaces a dead leader sooner from broker
+//     liveness (Group.Campaign), as CockroachDB wakes quiesced ranges
+//     when their leader's node liveness lapses.
 //     Config.LeaderHeartbeatTimeout gives a group a longer heartbeat
 //     timeout while this node leads it (ReloadConfig on each leadership
-//     change, leadership.go): the leader's heartbeat rate halves while
-//     failure detection, which the followers' timeout decides, does not
-//     change.
+//     change, leadership.go): the leader's heartbeat rate falls while
+//     the followers' timeout, which decides when they stand, does not
+//     change. Group.NotifyFollowers sends a leader's heartbeats (and the
+//     commit notices they carry) at once, for an owner that sees a
+//     follower lag the commit index while no append is coming.
 //   - Creation: a brand-new group's preferred leader calls Campaign right
 //     after Bootstrap, so it is led in milliseconds rather than after a
 //     heartbeat timeout; the broker opens a topic's replicas in parallel,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	hraft "github.com/hashicorp/raft"
@@ -42,6 +43,12 @@ type Group struct {
 	leaderHT, followerHT, electionTO time.Duration
 	mustTell                         bool // a new onLeader is told the current leadership
 	stopped                          bool // Shutdown ran: nobody is told anything any more
+
+	// notifying: a NotifyFollowers request is pending
+	notifying atomic.Bool
+	// leaderChanges counts the leaders this member observed
+	// (weir_raft_leader_changes_total).
+	leaderChanges atomic.Uint64
 
 	done     chan struct{} // closed by Shutdown
 	wg       sync.WaitGroup
@@ -190,6 +197,27 @@ func (g *Group) Campaign() {
 	}()
 }
 
+// NotifyFollowers makes a leading group heartbeat its followers now
+// rather than at its next interval (4–8 s for a partition). Heartbeats
+// carry the commit index to followers that have not learned it (commit
+// notices, transport_commit.go), so an owner that sees a follower lag the
+// commit while no append is coming calls this to have it learn at once.
+// It returns at once; at most one request is pending per group, and on a
+// node that does not lead the group it does nothing.
+func (g *Group) NotifyFollowers() {
+	if !g.notifying.CompareAndSwap(false, true) {
+		return
+	}
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		defer g.notifying.Store(false)
+		// The future is not waited for: the heartbeats are what is
+		// wanted, not the confirmation of leadership they bring.
+		g.raft.VerifyLeader()
+	}()
+}
+
 // HasExistingState reports whether the group found state on disk at Start.
 func (g *Group) HasExistingState() bool { return g.existing }
 
@@ -264,6 +292,10 @@ func (g *Group) Leader() (id, addr string) {
 	a, i := g.raft.LeaderWithID()
 	return string(i), string(a)
 }
+
+// LastContact is when this member last heard from its leader (zero:
+// never, or it leads).
+func (g *Group) LastContact() time.Time { return g.raft.LastContact() }
 
 // IsLeader reports whether this node leads the group.
 func (g *Group) IsLeader() bool { return g.raft.State() == hraft.Leader }
@@ -350,7 +382,6 @@ func (g *Group) Shutdown() error {
 		close(g.done)
 		g.wg.Wait()
 		g.mux.removeGroup(g)
-		g.mux.metrics.forgetGroup(g.name)
 		// hashicorp/raft closes a transport that has Close when it shuts
 		// down; closing it again here covers a failed start. Either way
 		// only this group is detached from the node's connections.

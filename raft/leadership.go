@@ -65,7 +65,7 @@ func (m *Mux) dispatchLeadership() {
 			}
 			if g := m.groupOf(o.Raft); g != nil {
 				if lo.LeaderID != "" {
-					m.metrics.leaderChanges.WithLabelValues(g.name).Inc()
+					g.leaderChanges.Add(1)
 				}
 				g.checkLeadership()
 			}

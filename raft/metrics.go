@@ -11,14 +11,15 @@ import (
 // metrics are a Mux's collectors, shared by its groups.
 //
 // Cardinality: series labelled by group exist only while the group runs on
-// this node (they are deleted in Shutdown) and are one per group, never per
-// group × something. The commit latency histogram would be ~12 series per
+// this node and are one per group, never per group × something. They are
+// read from the groups at scrape time (stateCollector), so a group keeps
+// no series of its own: a stored series costs about a kilobyte, which
+// thousands of groups feel. The commit latency histogram would be ~12 series per
 // group, so it is labelled by Config.Class ("controller", "partition")
 // instead; a slow partition is found from its applied index and leader
 // changes, and the histogram says whether commits are slow at all.
 type metrics struct {
 	reg           prometheus.Registerer
-	leaderChanges *prometheus.CounterVec   // group
 	commitLatency *prometheus.HistogramVec // class
 	connAccepted  prometheus.Counter
 	connRejected  *prometheus.CounterVec // reason
@@ -33,10 +34,6 @@ func newMetrics(reg prometheus.Registerer, m *Mux) (*metrics, error) {
 	}, []string{"result", "reason"})
 	met := &metrics{
 		reg: reg,
-		leaderChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "weir_raft_leader_changes_total",
-			Help: "Leaders observed by this node's member of the group (each election this node learns of).",
-		}, []string{"group"}),
 		commitLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "weir_raft_commit_latency_seconds",
 			Help:    "Time from Apply on the leader to the entry being committed and applied there, by group class.",
@@ -50,9 +47,9 @@ func newMetrics(reg prometheus.Registerer, m *Mux) (*metrics, error) {
 	if reg == nil {
 		return met, nil
 	}
-	for i, c := range []prometheus.Collector{met.leaderChanges, met.commitLatency, conns, met.state} {
+	for i, c := range []prometheus.Collector{met.commitLatency, conns, met.state} {
 		if err := reg.Register(c); err != nil {
-			for _, done := range []prometheus.Collector{met.leaderChanges, met.commitLatency, conns}[:i] {
+			for _, done := range []prometheus.Collector{met.commitLatency, conns}[:i] {
 				reg.Unregister(done)
 			}
 			return nil, errors.Join(errors.New("raft: registering metrics"), err)
@@ -65,15 +62,10 @@ func (met *metrics) observeCommit(class string, d time.Duration) {
 	met.commitLatency.WithLabelValues(class).Observe(d.Seconds())
 }
 
-func (met *metrics) forgetGroup(group string) {
-	met.leaderChanges.DeleteLabelValues(group)
-}
-
 func (met *metrics) unregister() {
 	if met.reg == nil {
 		return
 	}
-	met.reg.Unregister(met.leaderChanges)
 	met.reg.Unregister(met.commitLatency)
 	met.reg.Unregister(met.conns)
 	met.reg.Unregister(met.state)
@@ -86,6 +78,7 @@ func (met *metrics) unregister() {
 type stateCollector struct {
 	mux                     *Mux
 	applied, commit, leader *prometheus.Desc
+	leaderChanges           *prometheus.Desc
 	groups                  *prometheus.Desc
 }
 
@@ -98,6 +91,8 @@ func newStateCollector(m *Mux) *stateCollector {
 			"Last Raft index this node knows to be committed in the group.", []string{"group"}, nil),
 		leader: prometheus.NewDesc("weir_raft_is_leader",
 			"1 if this node leads the group.", []string{"group"}, nil),
+		leaderChanges: prometheus.NewDesc("weir_raft_leader_changes_total",
+			"Leaders observed by this node's member of the group (each election this node learns of).", []string{"group"}, nil),
 		groups: prometheus.NewDesc("weir_raft_groups",
 			"Raft groups running on this node, by role (leader, follower, candidate, other).", []string{"role"}, nil),
 	}
@@ -107,6 +102,7 @@ func (s *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- s.applied
 	ch <- s.commit
 	ch <- s.leader
+	ch <- s.leaderChanges
 	ch <- s.groups
 }
 
@@ -135,6 +131,7 @@ func (s *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(a, prometheus.GaugeValue, float64(g.raft.AppliedIndex()), g.name)
 		ch <- prometheus.MustNewConstMetric(c, prometheus.GaugeValue, float64(g.raft.CommitIndex()), g.name)
 		ch <- prometheus.MustNewConstMetric(l, prometheus.GaugeValue, leader, g.name)
+		ch <- prometheus.MustNewConstMetric(s.leaderChanges, prometheus.CounterValue, float64(g.leaderChanges.Load()), g.name)
 	}
 	for role, n := range roles {
 		ch <- prometheus.MustNewConstMetric(s.groups, prometheus.GaugeValue, n, role)

@@ -334,6 +334,7 @@ type lane struct {
 	cc      *clientConn
 	dialing chan struct{} // closed when the dial in progress ends
 	err     error         // last dial's failure, returned until retryAt
+	errAt   time.Time     // when err happened
 	retryAt time.Time
 	backoff time.Duration
 }
@@ -398,7 +399,8 @@ func (p *peer) conn(ln int, deadline time.Time) (*clientConn, error) {
 		l.dialing = nil
 		if err != nil {
 			l.backoff = min(max(2*l.backoff, tpDialBackoffMin), tpDialBackoffMax)
-			l.err, l.retryAt = err, time.Now().Add(l.backoff)
+			now := time.Now()
+			l.err, l.errAt, l.retryAt = err, now, now.Add(l.backoff)
 		} else {
 			l.cc, l.err = cc, nil
 		}

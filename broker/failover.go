@@ -1,0 +1,215 @@
+package broker
+
+import (
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/weir-broker/weir/broker/controller"
+)
+
+// Replacing dead leaders.
+//
+// A partition group's own timers are sized for thousands of idle groups
+// (replication.go): a follower starts an election of its own only after
+// 12–24 s without a word from its leader. What replaces a dead leader in
+// time is broker liveness, as in Kafka, whose controller elects new
+// leaders once a broker's session (broker.session.timeout.ms, 9 s)
+// expired, and as in CockroachDB, whose quiesced ranges wake when their
+// leader's node liveness lapses.
+//
+// Every second each broker looks at the partitions it follows. A leader
+// is gone when:
+//   - its process is gone: this broker's Raft transport finds its address
+//     refusing connections (raft.Mux.PeerRefused), which, with groups
+//     heartbeating it every few seconds, is within a second or two;
+//   - its broker's session expired, judged against the controller log's
+//     clock (liveByLog), and this follower has not heard from it for
+//     longer than its heartbeats are apart (leaderSilence);
+//   - no leader is known, and the one the controller last recorded is
+//     this broker (it restarted and lost the leadership with its
+//     process) or a broker that is not live.
+//
+// The live in-sync replicas then stand for election in replica order:
+// the first at once, each next one campaignStagger later while there is
+// still no leader (the first may be unable to win: its log may be
+// behind). Raft's vote decides who leads, and is safe whoever stands
+// (raft.Group.Campaign); this only decides when, so that a dead process's
+// partitions are led elsewhere within a few seconds, and those of a
+// broker that stopped answering within its session timeout plus about
+// two seconds.
+const (
+	// campaignStagger separates the replicas standing for one
+	// partition, so that they do not split its vote: a replica that
+	// stands while another's election is under way starts a newer term
+	// that voids it, and hashicorp/raft retries a lost election only
+	// after its election timeout (12–24 s for a partition). Thousands
+	// of elections at once take seconds on a small machine.
+	campaignStagger = 6 * time.Second
+	// leaderSilence is how long a follower must not have heard from its
+	// leader before an expired session counts: an idle leader's
+	// heartbeats are up to 8 s apart, plus their batching delay. A
+	// broker whose heartbeats reach the controller late (a busy
+	// controller, thousands of reports queued) may seem to have lost its
+	// session while its groups still heartbeat; its followers do not
+	// stand against it then.
+	leaderSilence = partitionLeaderHeartbeatTimeout/5 + time.Second
+	// electionGrace is how long a replica that knows no leader waits
+	// for an election under way (thousands of new groups electing at
+	// once take seconds on a small machine) before standing itself.
+	electionGrace = 5 * time.Second
+	// campaignRetry is how long a replica that stood waits before
+	// standing again while the leader is still gone; Raft's own
+	// election timer retries a lost election meanwhile.
+	campaignRetry = partitionHeartbeatTimeout
+)
+
+// leaderlessSince is what the sweep remembers of a partition whose
+// leader it found gone: since when (in term), and when this replica last
+// stood.
+type leaderlessSince struct {
+	since, stood time.Time
+	term         uint64
+	contested    bool // the term moved while the leader was gone
+}
+
+// replaceDeadLeaders is the sweep; it runs every replicaProgressEvery on
+// one goroutine, which alone touches rs.leaderless.
+func (rs *Replicas) replaceDeadLeaders() {
+	v := rs.view()
+	now := time.Now()
+	self := rs.node.NodeID
+	live := liveByLog(v)
+	next := make(map[*Partition]leaderlessSince, len(rs.leaderless))
+	stood := map[string]int{}
+	for _, p := range rs.localReplicas() {
+		if p.solo || p.IsLeader() || p.failure() != nil {
+			continue
+		}
+		leaderID, leaderAddr := p.group.Leader()
+		var why string
+		switch {
+		case leaderID == "":
+		case brokerGone(leaderID, self, live) && now.Sub(p.group.LastContact()) > leaderSilence:
+			why = "leader's broker session expired"
+		case rs.mux().PeerRefused(leaderAddr):
+			why = "leader's process refuses connections"
+		default:
+			continue
+		}
+		cp, ok := v.Partition(p.topic.ID(), p.Index)
+		if !ok {
+			continue
+		}
+		if leaderID == "" {
+			if !lastLeaderGone(cp, self, live, p.group.HasExistingState()) {
+				continue
+			}
+			why = "no leader known, and the last one is gone"
+		}
+		// An election someone started since the last look (a newer
+		// term) restarts the wait, and adds the grace for an election
+		// under way: standing now would void it.
+		st, seen := rs.leaderless[p]
+		if term := p.group.Term(); !seen || term != st.term {
+			st.contested = st.contested || seen
+			st.since, st.term = now, term
+		}
+		next[p] = st
+		rank := slices.Index(standingOrder(cp, live), self)
+		if leaderID == "" && cp.Leader == self && p.group.HasExistingState() {
+			rank = 0 // it led until its restart, and holds the log it led with
+		}
+		wait := time.Duration(rank) * campaignStagger
+		if leaderID == "" || st.contested {
+			// No leader known may only mean an election under way (a
+			// new group's, or one Raft's own timers started): give it
+			// time to end before standing.
+			wait += electionGrace
+		}
+		if rank < 0 || now.Sub(st.since) < wait ||
+			(!st.stood.IsZero() && now.Sub(st.stood) < campaignRetry) || !rs.votes(p) {
+			continue
+		}
+		st.stood = now
+		next[p] = st
+		p.group.Campaign()
+		stood[why]++
+	}
+	rs.leaderless = next
+	for why, n := range stood {
+		rs.logger.Info("standing for the leadership of partitions whose leader is gone", "partitions", n, "why", why)
+	}
+}
+
+// liveByLog judges brokers live against the controller log's own clock:
+// a broker is gone when its last heartbeat is more than the session
+// timeout older than the newest heartbeat any broker got into the log.
+// Against this broker's clock instead (View.Live), a controller that
+// stalls or elects (thousands of partitions' reports queued ahead of the
+// heartbeats) would let every session seem to expire at once, and every
+// follower would stand against a leader that is alive.
+func liveByLog(v *controller.View) func(int32) bool {
+	brokers := v.Brokers()
+	var newest int64
+	for _, b := range brokers {
+		newest = max(newest, b.LastHeartbeatMs)
+	}
+	timeout := v.SessionTimeout().Milliseconds()
+	return func(id int32) bool {
+		for _, b := range brokers {
+			if b.NodeID == id {
+				return newest-b.LastHeartbeatMs <= timeout
+			}
+		}
+		return false
+	}
+}
+
+// brokerGone reports whether the group leader this replica knows is on
+// a broker whose session expired.
+func brokerGone(leaderID string, self int32, live func(int32) bool) bool {
+	id, err := strconv.Atoi(leaderID)
+	return err == nil && int32(id) != self && !live(int32(id))
+}
+
+// lastLeaderGone reports, for a replica that knows no leader, whether the
+// leader the controller last recorded is gone: this broker, which
+// therefore lost the leadership in a restart (restarted: the replica
+// had Raft state when it opened; a new group's first leader is the
+// controller's record too, and its own election is under way), or a
+// broker that is not live (or none at all).
+func lastLeaderGone(cp controller.Partition, self int32, live func(int32) bool, restarted bool) bool {
+	return (cp.Leader == self && restarted) || cp.Leader < 0 || !live(cp.Leader)
+}
+
+// standingOrder lists who stands for a partition whose leader is gone,
+// first to last: its live in-sync replicas in replica order (a broker
+// that lost its leadership in a restart is live again, and stands with
+// its log). A partition with no ISR recorded counts every replica in
+// sync, as its first leader does.
+func standingOrder(cp controller.Partition, live func(int32) bool) []int32 {
+	order := make([]int32, 0, len(cp.Replicas))
+	for _, r := range cp.Replicas {
+		if live(r) && (len(cp.ISR) == 0 || slices.Contains(cp.ISR, r)) {
+			order = append(order, r)
+		}
+	}
+	return order
+}
+
+// votes reports whether this broker's replica of p is a voter of its
+// group: a replica catching up as a non-voter may not stand.
+func (rs *Replicas) votes(p *Partition) bool {
+	servers, err := p.group.Configuration()
+	if err != nil {
+		return false
+	}
+	self := strconv.Itoa(int(rs.node.NodeID))
+	for _, s := range servers {
+		if s.ID == self {
+			return s.Voter
+		}
+	}
+	return false
+}

@@ -1,0 +1,69 @@
+package broker
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/weir-broker/weir/broker/controller"
+)
+
+func TestDeadLeaderRules(t *testing.T) {
+	const self = 2
+	liveSet := func(ids ...int32) func(int32) bool {
+		return func(id int32) bool { return slices.Contains(ids, id) }
+	}
+	t.Run("known leader", func(t *testing.T) {
+		live := liveSet(1, 2)
+		for _, c := range []struct {
+			leader string
+			gone   bool
+		}{
+			{"1", false}, // live
+			{"3", true},  // session expired
+			{"2", false}, // this broker
+			{"x", false}, // not a node id: leave it to Raft
+		} {
+			if got := brokerGone(c.leader, self, live); got != c.gone {
+				t.Errorf("brokerGone(%q) = %v, want %v", c.leader, got, c.gone)
+			}
+		}
+	})
+	t.Run("no known leader", func(t *testing.T) {
+		live := liveSet(1, 2)
+		for _, c := range []struct {
+			last      int32
+			restarted bool
+			gone      bool
+		}{
+			{1, true, false},  // live: its heartbeats will come, or Raft's timers act
+			{2, true, true},   // this broker, which lost the leadership in a restart
+			{2, false, false}, // this broker, whose new group's election is under way
+			{3, false, true},  // not live
+			{-1, false, true}, // none recorded
+		} {
+			cp := controller.Partition{Replicas: []int32{1, 2, 3}, Leader: c.last}
+			if got := lastLeaderGone(cp, self, live, c.restarted); got != c.gone {
+				t.Errorf("lastLeaderGone(leader %d, restarted %v) = %v, want %v", c.last, c.restarted, got, c.gone)
+			}
+		}
+	})
+	t.Run("standing order", func(t *testing.T) {
+		for _, c := range []struct {
+			replicas, isr, live, want []int32
+		}{
+			// The dead leader 3 is out; in-sync live replicas in replica order.
+			{[]int32{3, 1, 2}, []int32{3, 1, 2}, []int32{1, 2}, []int32{1, 2}},
+			// A live replica out of the ISR does not stand.
+			{[]int32{3, 1, 2}, []int32{3, 2}, []int32{1, 2}, []int32{2}},
+			// No ISR recorded yet: every live replica is in sync.
+			{[]int32{3, 2, 1}, nil, []int32{1, 2}, []int32{2, 1}},
+			// Nobody in sync is live: nobody stands (Raft's timers may).
+			{[]int32{3, 1, 2}, []int32{3}, []int32{1, 2}, []int32{}},
+		} {
+			cp := controller.Partition{Replicas: c.replicas, ISR: c.isr}
+			if got := standingOrder(cp, liveSet(c.live...)); !slices.Equal(got, c.want) {
+				t.Errorf("standingOrder(replicas %v, isr %v, live %v) = %v, want %v", c.replicas, c.isr, c.live, got, c.want)
+			}
+		}
+	})
+}
