@@ -10,10 +10,11 @@ import (
 
 // Replacing dead leaders.
 //
-// A partition group's own timers are sized for thousands of idle groups
-// (replication.go): a follower starts an election of its own only after
-// 12–24 s without a word from its leader. What replaces a dead leader in
-// time is broker liveness, as in Kafka, whose controller elects new
+// A partition group's own timers notice a silent leader (a follower
+// starts an election of its own after 3–6 s without a word from it,
+// replication.go), but they are sized for thousands of idle groups, not
+// for the fastest failover, and a process that died can be seen sooner.
+// What replaces a dead leader besides them is broker liveness, as in Kafka, whose controller elects new
 // leaders once a broker's session (broker.session.timeout.ms, 9 s)
 // expired, and as in CockroachDB, whose quiesced ranges wake when their
 // leader's node liveness lapses.
@@ -36,19 +37,20 @@ import (
 // behind). Raft's vote decides who leads, and is safe whoever stands
 // (raft.Group.Campaign); this only decides when, so that a dead process's
 // partitions are led elsewhere within a few seconds, and those of a
-// broker that stopped answering within its session timeout plus about
-// two seconds.
+// broker that stopped answering by its followers' timers or its session,
+// whichever comes first.
 const (
 	// campaignStagger separates the replicas standing for one
 	// partition, so that they do not split its vote: a replica that
 	// stands while another's election is under way starts a newer term
 	// that voids it, and hashicorp/raft retries a lost election only
-	// after its election timeout (12–24 s for a partition). Thousands
+	// after its election timeout (3–6 s for a partition). Thousands
 	// of elections at once take seconds on a small machine.
 	campaignStagger = 6 * time.Second
 	// leaderSilence is how long a follower must not have heard from its
 	// leader before an expired session counts: an idle leader's
-	// heartbeats are up to 8 s apart, plus their batching delay. A
+	// heartbeats are up to a fifth of its heartbeat timeout apart, plus
+	// their batching delay. A
 	// broker whose heartbeats reach the controller late (a busy
 	// controller, thousands of reports queued) may seem to have lost its
 	// session while its groups still heartbeat; its followers do not

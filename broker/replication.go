@@ -260,37 +260,44 @@ func (rs *Replicas) openReplica(t *Topic, index int32, cp controller.Partition, 
 
 // A partition group's timers, sized for thousands of groups per broker
 // rather than for the fastest failover of one (docs/architecture.md,
-// "Many Raft groups"). hashicorp/raft runs them per group, so they are
-// what an idle group costs: an idle leader heartbeats each follower every
-// tenth to fifth of its heartbeat timeout (4–8 s with the leader's 40 s);
-// the node's transport lets a heartbeat wait up to 250 ms to share a
-// frame with other groups' (raft.Config's transport delay). The
-// heartbeats keep the leader's lease (12 s: a leader that heard from no
-// quorum for that long steps down) and reach a follower well within its
-// own heartbeat timeout (12 s, ×1–2), after which a follower starts an
-// election of its own, with a pre-vote that the replicas still hearing
-// from the leader refuse. That timer is only the fallback: a dead
-// leader's broker is noticed through its controller session, as in Kafka
-// (broker.session.timeout.ms, 9 s), and the live in-sync replicas of its
-// partitions stand for election at once (failover.go), so its partitions
-// are led elsewhere, as Metadata shows, within about 11 s of its death.
-// While produce flows every append carries the commit index; once it
-// stops, a follower learns the last commit from a heartbeat's commit
-// notice (raft/transport_commit.go), and its progress report, which
-// shows the leader a follower behind the high watermark, makes the leader
-// send heartbeats at once (Group.NotifyFollowers), so an idle follower's
-// high watermark lags the leader's by about a second at most.
-// hashicorp's own keep-alive, an empty append every
-// CommitTimeout–2×CommitTimeout, is left only as its retry of a follower
-// that missed an append: every 4–8 s.
+// "Many Raft groups"). hashicorp/raft runs them per group: an idle leader
+// heartbeats each follower every tenth to fifth of its heartbeat timeout
+// (1.2–2.4 s with the leader's 12 s); the node's transport lets a
+// heartbeat wait up to 250 ms to share a frame with other groups'
+// (raft.Config's transport delay), and it carries the commit index to a
+// follower that has not learned it yet (raft/transport_commit.go), so an
+// idle follower's commit index, and the high watermark a follower fetch
+// sees, lags the leader's by at most about 2.7 s after produce stops
+// (while produce flows, every append carries it). hashicorp's own
+// keep-alive, an empty append every CommitTimeout–2×CommitTimeout, is
+// thereby left only as its retry of a follower that missed an append:
+// every 4–8 s. The heartbeats alone keep the leader's lease (3 s, so that
+// a heartbeat delayed by its batch still renews it) and reach a follower
+// within its heartbeat timeout (3 s); one that times out anyway only
+// starts a pre-vote, which the replicas that still hear from the leader
+// refuse. A follower that hears nothing
+// for that long campaigns at its next check: a dead leader's partitions
+// are led elsewhere, as Metadata shows, within 12 s (3–9 s to notice,
+// then the votes, the new leader's barrier and its report to the
+// controller); Kafka notices a dead broker after
+// broker.session.timeout.ms, 9 s. A dead process is noticed sooner, from
+// its refused address (failover.go). A follower whose progress report
+// shows it behind the high watermark makes the leader heartbeat at once
+// (Group.NotifyFollowers), so it learns the last commit within about a
+// second.
+//
+// Longer timers (leader heartbeat timeout 40 s, followers' 12 s, lease
+// 12 s) cut the idle CPU of 3,000 partitions by a quarter, with failover
+// left to failover.go, but broke the chaos suite: hashicorp/raft backs a
+// failed heartbeat off up to half the leader's heartbeat timeout, so
+// after an outage of a few seconds a follower heard nothing for up to
+// 20 s and started elections that took 12–24 s each to retry.
 const (
-	partitionHeartbeatTimeout       = 12 * time.Second
-	partitionLeaderHeartbeatTimeout = 40 * time.Second
-	// The election timeout must not be below the heartbeat timeout
-	// (hashicorp/raft); it only bounds a candidate's wait for votes.
-	partitionElectionTimeout = 12 * time.Second
-	partitionLeaseTimeout    = 12 * time.Second
-	partitionCommitTimeout   = 4 * time.Second
+	partitionHeartbeatTimeout       = 3 * time.Second
+	partitionLeaderHeartbeatTimeout = 12 * time.Second
+	partitionElectionTimeout        = 3 * time.Second
+	partitionLeaseTimeout           = 3 * time.Second
+	partitionCommitTimeout          = 4 * time.Second
 )
 
 // soloRaftTimeouts are the timers of a group with a single voter: it

@@ -76,9 +76,8 @@
 //     bytes of index. Snapshots stay per group (FileSnapshotStore).
 //   - Timers: still per group (hashicorp/raft's own), so their defaults
 //     are what an idle group costs; broker/replication.go sizes a
-//     partition's for thousands of groups (an idle leader heartbeats
-//     every 4–8 s, a follower's own election timer is 12–24 s) and
-//     broker/failover.go replaces a dead leader sooner from broker
+//     partition's for thousands of groups and states the failover
+//     bound, and broker/failover.go replaces a dead leader sooner from broker
 //     liveness (Group.Campaign), as CockroachDB wakes quiesced ranges
 //     when their leader's node liveness lapses.
 //     Config.LeaderHeartbeatTimeout gives a group a longer heartbeat
