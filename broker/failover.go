@@ -50,11 +50,10 @@ const (
 	// leaderSilence is how long a follower must not have heard from its
 	// leader before an expired session counts: an idle leader's
 	// heartbeats are up to a fifth of its heartbeat timeout apart, plus
-	// their batching delay. A
-	// broker whose heartbeats reach the controller late (a busy
-	// controller, thousands of reports queued) may seem to have lost its
-	// session while its groups still heartbeat; its followers do not
-	// stand against it then.
+	// their batching delay. A broker whose heartbeats reach the
+	// controller late (a busy controller, thousands of reports queued)
+	// may seem to have lost its session while its groups still
+	// heartbeat; its followers do not stand against it then.
 	leaderSilence = partitionLeaderHeartbeatTimeout/5 + time.Second
 	// electionGrace is how long a replica that knows no leader waits
 	// for an election under way (thousands of new groups electing at
@@ -117,9 +116,8 @@ func (rs *Replicas) replaceDeadLeaders() {
 			st.contested = st.contested || seen
 			st.since, st.term = now, term
 		}
-		next[p] = st
 		rank := slices.Index(standingOrder(cp, live), self)
-		if leaderID == "" && cp.Leader == self && p.group.HasExistingState() {
+		if leaderID == "" && cp.Leader == self {
 			rank = 0 // it led until its restart, and holds the log it led with
 		}
 		wait := time.Duration(rank) * campaignStagger
@@ -129,14 +127,13 @@ func (rs *Replicas) replaceDeadLeaders() {
 			// time to end before standing.
 			wait += electionGrace
 		}
-		if rank < 0 || now.Sub(st.since) < wait ||
-			(!st.stood.IsZero() && now.Sub(st.stood) < campaignRetry) || !rs.votes(p) {
-			continue
+		if rank >= 0 && now.Sub(st.since) >= wait &&
+			(st.stood.IsZero() || now.Sub(st.stood) >= campaignRetry) && rs.votes(p) {
+			st.stood = now
+			p.group.Campaign()
+			stood[why]++
 		}
-		st.stood = now
 		next[p] = st
-		p.group.Campaign()
-		stood[why]++
 	}
 	rs.leaderless = next
 	for why, n := range stood {

@@ -338,9 +338,10 @@ func (rs *Replicas) inSyncReplicas(p *Partition) []int32 {
 }
 
 // withoutNonvoters drops from isr the replicas the partition's Raft group
-// (whose configuration servers is) holds as non-voters: a replica catching up from new data is not in
-// sync, however close it is, until it votes again — reporting it would
-// let Metadata promise a redundancy the group does not have.
+// configuration servers holds as non-voters: a replica catching up from
+// new data is not in sync, however close it is, until it votes again —
+// reporting it would let Metadata promise a redundancy the group does
+// not have.
 func withoutNonvoters(servers []raft.Server, isr []int32) []int32 {
 	for _, s := range servers {
 		if s.Voter {

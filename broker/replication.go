@@ -284,14 +284,7 @@ func (rs *Replicas) openReplica(t *Topic, index int32, cp controller.Partition, 
 // its refused address (failover.go). A follower whose progress report
 // shows it behind the high watermark makes the leader heartbeat at once
 // (Group.NotifyFollowers), so it learns the last commit within about a
-// second.
-//
-// Longer timers (leader heartbeat timeout 40 s, followers' 12 s, lease
-// 12 s) cut the idle CPU of 3,000 partitions by a quarter, with failover
-// left to failover.go, but broke the chaos suite: hashicorp/raft backs a
-// failed heartbeat off up to half the leader's heartbeat timeout, so
-// after an outage of a few seconds a follower heard nothing for up to
-// 20 s and started elections that took 12–24 s each to retry.
+// second. docs/architecture.md says why longer timers are not used.
 const (
 	partitionHeartbeatTimeout       = 3 * time.Second
 	partitionLeaderHeartbeatTimeout = 12 * time.Second

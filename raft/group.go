@@ -198,7 +198,7 @@ func (g *Group) Campaign() {
 }
 
 // NotifyFollowers makes a leading group heartbeat its followers now
-// rather than at its next interval (4–8 s for a partition). Heartbeats
+// rather than at its next interval (1.2–2.4 s for a partition). Heartbeats
 // carry the commit index to followers that have not learned it (commit
 // notices, transport_commit.go), so an owner that sees a follower lag the
 // commit while no append is coming calls this to have it learn at once.
