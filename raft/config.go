@@ -154,6 +154,8 @@ func (c *Config) raftConfig() (*hraft.Config, error) {
 	}
 	rc.NoSnapshotRestoreOnStart = c.NoSnapshotRestoreOnStart
 	rc.BatchApplyCh = c.BatchApply
+	// One timing series per heartbeat and append, not two.
+	rc.NoLegacyTelemetry = true
 	if err := hraft.ValidateConfig(rc); err != nil {
 		return nil, fmt.Errorf("raft: group %s: %w", c.Group, err)
 	}

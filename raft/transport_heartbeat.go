@@ -1,7 +1,9 @@
 package raft
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -102,18 +104,42 @@ func (p *peer) queueHeartbeat(c *hbCall) {
 	p.mu.Lock()
 	p.hbQ = append(p.hbQ, c)
 	full := len(p.hbQ) >= tpFlushBatch
-	if at := time.Now().Add(c.gt.delay); !full && (p.hbAt.IsZero() || at.Before(p.hbAt)) {
-		p.hbAt = at
-		if p.hbT == nil {
-			p.hbT = time.AfterFunc(c.gt.delay, p.flushHeartbeats)
-		} else {
-			p.hbT.Reset(c.gt.delay)
-		}
+	if !full {
+		p.flushHeartbeatsBy(c.gt.delay)
 	}
 	p.mu.Unlock()
 	if full {
 		p.flushHeartbeats()
 	}
+}
+
+// flushHeartbeatsBy arms the flush to run within d. p.mu is held.
+func (p *peer) flushHeartbeatsBy(d time.Duration) {
+	at := time.Now().Add(d)
+	if !p.hbAt.IsZero() && !at.Before(p.hbAt) {
+		return
+	}
+	p.hbAt = at
+	if p.hbT == nil {
+		p.hbT = time.AfterFunc(d, p.flushHeartbeats)
+	} else {
+		p.hbT.Reset(d)
+	}
+}
+
+// holdHeartbeats puts back heartbeats that could not go out because the
+// peer cannot be reached, to go with the lane's next dial; each waits
+// there up to its caller's timeout. Failing them at once would make
+// hashicorp/raft back the follower's heartbeats off, up to half the
+// leader's heartbeat timeout after a dozen quick failures, so that a
+// follower back from an outage could hear nothing for that long and
+// start an election meanwhile. Held, they go the moment a dial succeeds.
+func (p *peer) holdHeartbeats(q []*hbCall) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hbQ = append(q, p.hbQ...)
+	p.flushHeartbeatsBy(max(time.Until(p.lanes[laneControl].retryAt), tpDialBackoffMin))
+	p.h.st.hbHeld.Add(uint64(len(q)))
 }
 
 func (p *peer) takeHeartbeats() []*hbCall {
@@ -149,7 +175,11 @@ func (p *peer) flushHeartbeats() {
 	}
 	cc, err := p.conn(laneControl, time.Now().Add(tpDialTimeout))
 	if err != nil {
-		fail(err)
+		if errors.Is(err, net.ErrClosed) {
+			fail(err)
+		} else {
+			p.holdHeartbeats(live)
+		}
 		return
 	}
 	notices := 0

@@ -334,8 +334,11 @@ func gatherValue(t testing.TB, reg *prometheus.Registry, name, label, value stri
 					}
 				}
 			}
-			if label == "" && m.Histogram != nil {
+			switch {
+			case label == "" && m.Histogram != nil:
 				return float64(m.GetHistogram().GetSampleCount())
+			case label == "" && m.Counter != nil && len(m.GetLabel()) == 0:
+				return m.GetCounter().GetValue()
 			}
 		}
 	}

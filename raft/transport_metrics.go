@@ -43,6 +43,7 @@ type tpCounters struct {
 	writes                     atomic.Uint64 // writev calls of connection writers
 	hbFramesSent, hbFramesRecv atomic.Uint64
 	hbSent, hbRecv             atomic.Uint64
+	hbHeld                     atomic.Uint64 // heartbeats put back to wait for a dial
 	noticesSent                atomic.Uint64 // commit notices in heartbeat batches sent
 	noticesDelivered           atomic.Uint64 // commit notices handed to a group's Raft
 	noticesIdle                atomic.Uint64 // received for a group already that far
@@ -62,6 +63,10 @@ type TransportStats struct {
 	Writes                                       uint64
 	HeartbeatFramesSent, HeartbeatFramesReceived uint64
 	HeartbeatsSent, HeartbeatsReceived           uint64
+	// HeartbeatsHeld counts heartbeats put back in their peer's queue
+	// because it could not be reached, to go with the next dial
+	// (holdHeartbeats); one held several times counts each time.
+	HeartbeatsHeld uint64
 	// Commit notices (transport_commit.go): sent with heartbeats,
 	// received and handed to the group's Raft, received for a group that
 	// had applied that far already.
@@ -99,6 +104,7 @@ func (h *transportHub) stats() TransportStats {
 		Writes:              st.writes.Load(),
 		HeartbeatFramesSent: st.hbFramesSent.Load(), HeartbeatFramesReceived: st.hbFramesRecv.Load(),
 		HeartbeatsSent: st.hbSent.Load(), HeartbeatsReceived: st.hbRecv.Load(),
+		HeartbeatsHeld:    st.hbHeld.Load(),
 		CommitNoticesSent: st.noticesSent.Load(), CommitNoticesDelivered: st.noticesDelivered.Load(),
 		CommitNoticesIdle: st.noticesIdle.Load(),
 		Connections:       in + out, InboundConnections: in, OutboundConnections: out,
@@ -182,8 +188,8 @@ func (met *transportMetrics) unregister() {
 
 // tpCollector reports the atomics at scrape time.
 type tpCollector struct {
-	h                                            *transportHub
-	frames, bytes, hbFrames, hbs, notices, conns *prometheus.Desc
+	h                                                    *transportHub
+	frames, bytes, hbFrames, hbs, hbHeld, notices, conns *prometheus.Desc
 }
 
 func newTpCollector(h *transportHub) *tpCollector {
@@ -198,6 +204,8 @@ func newTpCollector(h *transportHub) *tpCollector {
 			"Heartbeat batch frames, by direction.", dir, nil),
 		hbs: prometheus.NewDesc("weir_raft_transport_heartbeats_total",
 			"Heartbeats carried in batch frames, by direction; divided by the frames, the groups per frame.", dir, nil),
+		hbHeld: prometheus.NewDesc("weir_raft_transport_heartbeats_held_total",
+			"Heartbeats put back to wait for the next dial of a peer that could not be reached, instead of failing at once.", nil, nil),
 		notices: prometheus.NewDesc("weir_raft_transport_commit_notices_total",
 			"Commit indexes carried with heartbeats to idle followers, by result (sent; received and delivered to the group; received for a group that had applied that far).",
 			[]string{"result"}, nil),
@@ -211,6 +219,7 @@ func (c *tpCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.bytes
 	ch <- c.hbFrames
 	ch <- c.hbs
+	ch <- c.hbHeld
 	ch <- c.notices
 	ch <- c.conns
 }
@@ -225,6 +234,7 @@ func (c *tpCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.bytes, st.bytesSent.Load(), st.bytesRecv.Load())
 	counter(c.hbFrames, st.hbFramesSent.Load(), st.hbFramesRecv.Load())
 	counter(c.hbs, st.hbSent.Load(), st.hbRecv.Load())
+	ch <- prometheus.MustNewConstMetric(c.hbHeld, prometheus.CounterValue, float64(st.hbHeld.Load()))
 	ch <- prometheus.MustNewConstMetric(c.notices, prometheus.CounterValue, float64(st.noticesSent.Load()), "sent")
 	ch <- prometheus.MustNewConstMetric(c.notices, prometheus.CounterValue, float64(st.noticesDelivered.Load()), "delivered")
 	ch <- prometheus.MustNewConstMetric(c.notices, prometheus.CounterValue, float64(st.noticesIdle.Load()), "already_applied")

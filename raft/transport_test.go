@@ -11,6 +11,7 @@ import (
 	"time"
 
 	hraft "github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Tests of the shared transport with real hashicorp/raft groups on several
@@ -210,6 +211,69 @@ func TestTransportNodeClosed(t *testing.T) {
 		if d := time.Since(t0); d > 500*time.Millisecond {
 			t.Errorf("call %d to a closed node took %v: %v", i, d, err)
 		}
+	}
+}
+
+// TestTransportHeartbeatWaitsForPeer: a heartbeat to a member that
+// refuses connections is held, not failed, and goes out as soon as the
+// member listens again, so that hashicorp/raft's backoff of failed
+// heartbeats does not keep a follower back from an outage waiting.
+func TestTransportHeartbeatWaitsForPeer(t *testing.T) {
+	n0 := newTpNode(t, "n0")
+	gt, err := n0.mux.groupTransport("hb", TransportOptions{Timeout: 20 * time.Second, Delay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gt.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+
+	var resp hraft.AppendEntriesResponse
+	done := make(chan error, 1)
+	go func() {
+		req := &hraft.AppendEntriesRequest{RPCHeader: testHeader(), Term: 1}
+		done <- gt.AppendEntries("n1", hraft.ServerAddress(MemberAddr(addr, "inc-n1")), req, &resp)
+	}()
+	// Held again after each refused redial.
+	waitFor(t, 10*time.Second, "the heartbeat held twice", func() bool { return n0.mux.transportStats().HeartbeatsHeld >= 2 })
+	select {
+	case err := <-done:
+		t.Fatalf("the heartbeat to a refusing member returned: %v", err)
+	default:
+	}
+	if !n0.mux.PeerRefused(addr) {
+		t.Error("PeerRefused is false while the member refuses connections")
+	}
+
+	if ln, err = net.Listen("tcp", addr); err != nil {
+		t.Skipf("the member's port was taken meanwhile: %v", err)
+	}
+	// Node n1 as newTpNode makes it, but on ln and without the fault
+	// wrapper, which the hub's accept loop would read while it is set:
+	// the held heartbeat dials at once.
+	n1 := &tpNode{id: "n1", identity: "inc-n1", logs: &logRecorder{}}
+	if n1.mux, err = NewMux(ln, MuxConfig{Logger: testLogger(t), Registerer: prometheus.NewRegistry(), Identity: n1.identity}); err != nil {
+		t.Fatal(err)
+	}
+	defer n1.mux.Close()
+	startTpMember(t, n1, "hb", nil)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("held heartbeat: %v", err)
+		}
+		if resp.Term != 1 || !resp.Success {
+			t.Errorf("held heartbeat answered term %d success %v, want 1 true", resp.Term, resp.Success)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the held heartbeat did not go out within 5 s of the member listening")
+	}
+	if got := gatherValue(t, n0.reg, "weir_raft_transport_heartbeats_held_total", "", ""); got < 2 {
+		t.Errorf("weir_raft_transport_heartbeats_held_total %v, want at least 2", got)
 	}
 }
 
