@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"sync"
@@ -174,9 +175,18 @@ func (rs *Replicas) reportProgress() {
 	}
 	var wg sync.WaitGroup
 	for addr, r := range byLeader {
-		data, err := json.Marshal(r)
-		if err != nil {
-			continue
+		binaryOK := rs.progressFormats.takesBinary(addr)
+		var data []byte
+		if binaryOK {
+			data = appendProgressHeader(make([]byte, 0, 5+len(r.Replicas)*32), r.NodeID)
+			for _, e := range r.Replicas {
+				data = appendProgressEntry(data, e.Group, e.End)
+			}
+		} else {
+			var err error
+			if data, err = json.Marshal(r); err != nil {
+				continue
+			}
 		}
 		wg.Add(1)
 		go func() {
@@ -185,63 +195,99 @@ func (rs *Replicas) reportProgress() {
 			defer cancel()
 			reply, err := rs.mux().Call(ctx, addr, servicePartitionProgress, data)
 			if err != nil {
+				if re := (*raft.RemoteError)(nil); binaryOK && errors.As(err, &re) {
+					// An older broker back at that address.
+					rs.progressFormats.set(addr, false)
+				}
 				rs.logger.Debug("replica progress report", "leader", addr, "err", err)
 				return
 			}
-			rs.recordLeaderHighWatermarks(reply)
+			rs.recordLeaderHighWatermarks(addr, reply)
 		}()
 	}
 	wg.Wait()
 }
 
 // servePartitionProgress records followers' progress on the partitions
-// led here.
+// led here, answering in the report's format (isr_wire.go).
 func (rs *Replicas) servePartitionProgress(_ context.Context, _ string, data []byte) ([]byte, error) {
+	now := time.Now()
+	var (
+		out   []byte
+		reply = progressReply{Binary: true}
+	)
+	record := func(node int32, group string, end int64) {
+		p := rs.replicaByGroup(group)
+		if p == nil || !p.IsLeader() {
+			return
+		}
+		hw := p.HighWatermark()
+		p.tracking.record(node, end, hw, now)
+		if end < hw {
+			// The follower may only lack the last commit index,
+			// which an idle leader's heartbeats bring every few
+			// seconds: send them now.
+			p.group.NotifyFollowers()
+		}
+		if out != nil {
+			out = appendProgressEntry(out, group, hw)
+		} else {
+			reply.HighWatermarks = append(reply.HighWatermarks, progressEntry{Group: group, End: hw})
+		}
+	}
+	if isBinaryProgress(data) {
+		out = appendProgressHeader(make([]byte, 0, len(data)), rs.node.NodeID)
+		if err := decodeProgress(data, record); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
 	var r progressReport
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	var reply progressReply
 	for _, e := range r.Replicas {
-		if p := rs.replicaByGroup(e.Group); p != nil && p.IsLeader() {
-			hw := p.HighWatermark()
-			p.tracking.record(r.NodeID, e.End, hw, now)
-			if e.End < hw {
-				// The follower may only lack the last commit index,
-				// which an idle leader's heartbeats bring every few
-				// seconds: send them now.
-				p.group.NotifyFollowers()
-			}
-			reply.HighWatermarks = append(reply.HighWatermarks, progressEntry{Group: e.Group, End: hw})
-		}
+		record(r.NodeID, e.Group, e.End)
 	}
 	return json.Marshal(reply)
 }
 
 // progressReply tells followers the leader's high watermark of each
 // partition they reported (followers serving consumer fetches judge an
-// offset past it unavailable).
+// offset past it unavailable). Binary says that the leader reads binary
+// reports; brokers of earlier versions leave it out.
 type progressReply struct {
 	HighWatermarks []progressEntry `json:"high_watermarks"`
+	Binary         bool            `json:"binary,omitempty"`
 }
 
-// recordLeaderHighWatermarks keeps what a leader's progress reply said.
-// An empty reply (an older broker) leaves them unknown.
-func (rs *Replicas) recordLeaderHighWatermarks(data []byte) {
+// recordLeaderHighWatermarks keeps what the progress reply of the leader
+// broker at addr said. An empty reply (an older broker) leaves them
+// unknown.
+func (rs *Replicas) recordLeaderHighWatermarks(addr string, data []byte) {
 	if len(data) == 0 {
+		return
+	}
+	record := func(_ int32, group string, hw int64) {
+		if p := rs.replicaByGroup(group); p != nil && !p.IsLeader() {
+			p.leaderHWPlus1.Store(hw + 1)
+		}
+	}
+	if isBinaryProgress(data) {
+		if err := decodeProgress(data, record); err != nil {
+			rs.logger.Debug("replica progress reply", "leader", addr, "err", err)
+		}
 		return
 	}
 	var reply progressReply
 	if err := json.Unmarshal(data, &reply); err != nil {
-		rs.logger.Debug("replica progress reply", "err", err)
+		rs.logger.Debug("replica progress reply", "leader", addr, "err", err)
 		return
 	}
 	for _, e := range reply.HighWatermarks {
-		if p := rs.replicaByGroup(e.Group); p != nil && !p.IsLeader() {
-			p.leaderHWPlus1.Store(e.End + 1)
-		}
+		record(0, e.Group, e.End)
 	}
+	rs.progressFormats.set(addr, reply.Binary)
 }
 
 // maintainLeaders reports ISR changes of the partitions led here and

@@ -56,7 +56,8 @@ type Replicas struct {
 	leaderThrottle, followerThrottle byteThrottle
 	// leaderless is what the dead-leader sweep (failover.go) remembers
 	// between its runs; only the sweep touches it.
-	leaderless map[*Partition]leaderlessSince
+	leaderless      map[*Partition]leaderlessSince
+	progressFormats progressFormats // leaders that read binary progress reports
 }
 
 // replicaDeps are what Replicas are handed of the rest of the broker.

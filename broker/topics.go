@@ -40,6 +40,9 @@ type Topic struct {
 	rec      atomic.Pointer[controller.Topic]
 	parts    atomic.Pointer[[]*Partition]
 	settings atomic.Pointer[produceSettings] // cache derived from rec's configs
+	// rev is the controller's revision rec is a copy of, read and
+	// written only by TopicTable.apply (under its mu).
+	rev controller.TopicRev
 }
 
 // newTopic returns a topic of record ct with no partitions open; ct is
@@ -529,21 +532,33 @@ func (tt *TopicTable) apply(v *controller.View, propsChanged bool, open func(*To
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	wanted := map[controller.TopicID]bool{}
-	for _, ct := range v.Topics() {
-		id := ct.ID
+	for _, rev := range v.TopicRevs() {
+		id := rev.ID()
 		wanted[id] = true
 		t, topicChanged := tt.byID[id], false
-		if t == nil {
+		var ct *controller.Topic
+		switch {
+		case t == nil:
+			ct = rev.Record()
 			t = newTopic(ct)
 			tt.byName[ct.Name] = t
 			tt.byID[id] = t
-		} else if old := t.Record(); !reflect.DeepEqual(old, ct) {
+		case t.rev == rev:
+			// A view comes with every broker heartbeat, mostly with
+			// no topic changed: nothing to copy or compare.
+			ct = t.Record()
+		default:
 			// Only a changed record is swapped in: the produce
-			// settings cached from it last until it changes, and a
-			// view comes with every broker heartbeat.
-			topicChanged = !maps.Equal(old.Configs, ct.Configs)
-			t.rec.Store(ct)
+			// settings cached from it last until it changes.
+			ct = rev.Record()
+			if old := t.Record(); !reflect.DeepEqual(old, ct) {
+				topicChanged = !maps.Equal(old.Configs, ct.Configs)
+				t.rec.Store(ct)
+			} else {
+				ct = old
+			}
 		}
+		t.rev = rev
 		if topicChanged || propsChanged {
 			cfg := tt.logConfigFor(t)
 			for _, p := range t.partitions() {

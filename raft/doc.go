@@ -53,7 +53,11 @@
 //     handler and sends every group's real answer back in one frame.
 //     Appends that only carry the commit index, and their answers, wait
 //     the same way to share a writev with whatever else goes to that
-//     peer. Nothing is ever answered on a group's behalf. A heartbeat to
+//     peer. Nothing is ever answered on a group's behalf. A heartbeat
+//     to a peer that cannot be reached waits in the queue for the next
+//     dial (up to its caller's timeout) instead of failing at once, so
+//     hashicorp's backoff of failed heartbeats does not delay the first
+//     one after the peer is back. A heartbeat to
 //     a follower behind the leader's commit index carries it, with the
 //     entry up to which the follower is known to match
 //     (transport_commit.go), and the follower's Raft gets it as an
@@ -139,6 +143,7 @@
 //	                                              (bad_header, unknown_group, closed)
 //	weir_raft_transport_heartbeat_frames_total{direction}
 //	weir_raft_transport_heartbeats_total{direction}   ÷ frames = groups per frame
+//	weir_raft_transport_heartbeats_held_total     heartbeats kept for a peer's next dial
 //	weir_raft_transport_heartbeat_batch_groups    histogram of groups per frame
 //	weir_raft_transport_frames_total{direction}, _bytes_total{direction}
 //	weir_raft_transport_connections{direction}

@@ -337,6 +337,33 @@ func (v *View) TopicNames() []string {
 	return out
 }
 
+// TopicRev is one revision of a topic's record. The state machine never
+// changes a record in place: a change installs a new one (txn.putTopic),
+// so two views hold the same record of a topic exactly when their
+// revisions of it are equal, and a reader that keeps a copy compares
+// revisions instead of copying and comparing records.
+type TopicRev struct{ t *Topic }
+
+// ID is the topic's id; zero for the zero TopicRev.
+func (r TopicRev) ID() TopicID {
+	if r.t == nil {
+		return TopicID{}
+	}
+	return r.t.ID
+}
+
+// Record returns a copy of the revision's record.
+func (r TopicRev) Record() *Topic { return r.t.Clone() }
+
+// TopicRevs returns every topic's current revision, sorted by name.
+func (v *View) TopicRevs() []TopicRev {
+	out := make([]TopicRev, 0, len(v.topics))
+	for _, n := range v.TopicNames() {
+		out = append(out, TopicRev{v.topics[n]})
+	}
+	return out
+}
+
 // Topics returns a copy of every topic, sorted by name.
 func (v *View) Topics() []*Topic {
 	out := make([]*Topic, 0, len(v.topics))

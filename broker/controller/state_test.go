@@ -595,3 +595,42 @@ func TestCheckAnswersAsApply(t *testing.T) {
 		}
 	}
 }
+
+// TestTopicRevisions: a topic's revision stays the same across entries
+// that do not change it (heartbeats, other topics' changes) and differs
+// after one that does, so readers may skip copying unchanged records.
+func TestTopicRevisions(t *testing.T) {
+	h := newHarness(t)
+	epochs := h.register(2, 0)
+	h.ok(CreateTopic{Name: "a", ID: topicID(1), Partitions: 2, ReplicationFactor: 2})
+	h.ok(CreateTopic{Name: "b", ID: topicID(2), Partitions: 1, ReplicationFactor: 1})
+	revs := func() map[TopicID]TopicRev {
+		out := map[TopicID]TopicRev{}
+		for _, r := range h.s.View().TopicRevs() {
+			out[r.ID()] = r
+		}
+		return out
+	}
+	before := revs()
+	if len(before) != 2 || before[topicID(1)].Record().Name != "a" {
+		t.Fatalf("revisions %v", before)
+	}
+	h.heartbeatAll(epochs)
+	if after := revs(); after[topicID(1)] != before[topicID(1)] || after[topicID(2)] != before[topicID(2)] {
+		t.Fatal("a heartbeat changed a topic's revision")
+	}
+	h.ok(AlterTopicConfig{TopicRef: TopicRef{Name: "b"}, Ops: []ConfigOp{{Name: "retention.ms", Value: "5"}}})
+	after := revs()
+	if after[topicID(1)] != before[topicID(1)] {
+		t.Error("another topic's change changed a's revision")
+	}
+	if after[topicID(2)] == before[topicID(2)] {
+		t.Error("b's config change kept its revision")
+	}
+	if got := after[topicID(2)].Record().Configs["retention.ms"]; got != "5" {
+		t.Errorf("b's new revision has retention.ms %q", got)
+	}
+	if got := before[topicID(2)].Record().Configs["retention.ms"]; got != "" {
+		t.Errorf("b's old revision changed in place: retention.ms %q", got)
+	}
+}
