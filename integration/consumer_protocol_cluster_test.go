@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -334,7 +335,8 @@ func vcReport(t *testing.T, l *vcLedger, leo, committed map[int32]int64, runs ..
 	var joins []string
 	for _, r := range runs {
 		evs := r.events(t)
-		l.add(r.name, evs)
+		log, _ := os.ReadFile(r.logPath)
+		l.add(r.name, evs, vcUnannounced(log, l.topic))
 		joins = append(joins, r.name+" "+vcJoinTime(evs))
 	}
 	t.Logf("from startup_complete to the first partitions assigned: %s", strings.Join(joins, ", "))

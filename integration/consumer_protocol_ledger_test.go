@@ -2,7 +2,10 @@ package integration
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // The ledger of the KIP-848 end-to-end tests (consumer_protocol_test.go):
@@ -39,8 +42,10 @@ func (l *vcLedger) errorf(format string, args ...any) {
 	l.errs = append(l.errs, fmt.Sprintf(format, args...))
 }
 
-// add replays one run's events.
-func (l *vcLedger) add(run string, evs []vcEvent) {
+// add replays one run's events. unannounced names the partitions the
+// run's consumer was given while it closed and never announced
+// (vcUnannounced): leaving, it revokes them with the rest, once.
+func (l *vcLedger) add(run string, evs []vcEvent, unannounced map[int32]bool) {
 	owned := map[int32]*vcOwnership{}
 	var last int64
 	closeAll := func(ts int64) {
@@ -69,6 +74,10 @@ func (l *vcLedger) add(run string, evs []vcEvent) {
 		case "partitions_revoked":
 			for _, tp := range ev.Partitions {
 				o := owned[tp.Partition]
+				if tp.Topic == l.topic && o == nil && unannounced[tp.Partition] {
+					delete(unannounced, tp.Partition)
+					continue
+				}
 				if tp.Topic != l.topic || o == nil {
 					l.errorf("%s: revoked %s/%d at %d, which it did not own", run, tp.Topic, tp.Partition, ev.Timestamp)
 					continue
@@ -206,4 +215,29 @@ func (l *vcLedger) check(leo, committed map[int32]int64) (vcVerdict, []string) {
 		}
 	}
 	return v, errs
+}
+
+// vcLeftUnassigned is the Java consumer's warning for partitions it was
+// given while it closed: its onPartitionsAssigned callback can no longer
+// run, so the tool never prints partitions_assigned for them, yet the
+// consumer counts them as its own and revokes them as it leaves the group.
+var vcLeftUnassigned = regexp.MustCompile(`Leaving newly assigned partitions \[([^\]]*)\] marked as non-fetchable`)
+
+// vcUnannounced returns the partitions of topic that a run's log names in
+// vcLeftUnassigned warnings.
+func vcUnannounced(log []byte, topic string) map[int32]bool {
+	parts := map[int32]bool{}
+	for _, m := range vcLeftUnassigned.FindAllSubmatch(log, -1) {
+		for tp := range strings.SplitSeq(string(m[1]), ",") {
+			tp = strings.TrimSpace(tp)
+			i := strings.LastIndexByte(tp, '-')
+			if i < 0 || tp[:i] != topic {
+				continue
+			}
+			if p, err := strconv.ParseInt(tp[i+1:], 10, 32); err == nil {
+				parts[int32(p)] = true
+			}
+		}
+	}
+	return parts
 }

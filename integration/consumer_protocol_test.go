@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -368,8 +369,8 @@ func TestConsumerProtocolLedgerCheck(t *testing.T) {
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "-"), func(t *testing.T) {
 			l := newLedger(topic)
-			l.add("a", a)
-			l.add("b", tc.b)
+			l.add("a", a, nil)
+			l.add("b", tc.b, nil)
 			v, errs := l.check(map[int32]int64{0: tc.end}, map[int32]int64{0: tc.final})
 			switch {
 			case tc.want == "" && len(errs) > 0:
@@ -380,5 +381,37 @@ func TestConsumerProtocolLedgerCheck(t *testing.T) {
 				t.Fatalf("%d records read twice, want %d", v.duplicates, tc.dups)
 			}
 		})
+	}
+
+	// c is given partition 0 while it closes: the Java consumer warns, never
+	// announces it, and revokes it as it leaves. Accepted once, for the
+	// partitions the warning names only.
+	warning := []byte("[2026-12-03 03:38:25,774] WARN [Consumer clientId=c, groupId=g] Leaving newly assigned partitions [t-0, other-1, t-x] marked as non-fetchable and not requiring initializing positions after onPartitionsAssigned callback failed.")
+	if got := vcUnannounced(warning, topic); !maps.Equal(got, map[int32]bool{0: true}) {
+		t.Fatalf("unannounced partitions %v, want [0]", got)
+	}
+	for _, tc := range []struct {
+		name string
+		c    []vcEvent
+		want string
+	}{
+		{"closing revoke", []vcEvent{revoked(30), done(31)}, ""},
+		{"revoked twice", []vcEvent{revoked(30), revoked(31), done(32)}, "c: revoked t/0 at 31, which it did not own"},
+	} {
+		t.Run(strings.ReplaceAll(tc.name, " ", "-"), func(t *testing.T) {
+			l := newLedger(topic)
+			l.add("a", a, nil)
+			l.add("b", handover(10, 10), nil)
+			l.add("c", tc.c, vcUnannounced(warning, topic))
+			_, errs := l.check(map[int32]int64{0: 20}, map[int32]int64{0: 20})
+			if got := strings.Join(errs, "\n"); got != tc.want {
+				t.Fatalf("problems %q, want %q", got, tc.want)
+			}
+		})
+	}
+	l := newLedger(topic)
+	l.add("c", []vcEvent{revoked(30), done(31)}, nil)
+	if len(l.errs) != 1 {
+		t.Fatalf("a revoke of a partition neither owned nor named in a warning: problems %q, want one", l.errs)
 	}
 }
