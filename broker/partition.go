@@ -30,7 +30,6 @@ type Partition struct {
 	producers producerTable
 	epochs    epochCache
 	applied   uint64 // last Raft index whose effect the log holds, by appendMu
-	scratch   []byte // apply's copy of a batch it stamps, by appendMu
 
 	ckptMu     sync.Mutex
 	checkpoint checkpoint // the newest checkpoint, by ckptMu

@@ -37,10 +37,12 @@ const (
 )
 
 func encodeAppend(logAppendTime int64, batch []byte) []byte {
-	e := make([]byte, entryHeaderLen, entryHeaderLen+len(batch))
-	e[0], e[1] = entryVersion, entryAppend
-	binary.BigEndian.PutUint64(e[2:], uint64(logAppendTime))
-	return append(e, batch...)
+	var h [entryHeaderLen]byte
+	h[0], h[1] = entryVersion, entryAppend
+	binary.BigEndian.PutUint64(h[2:], uint64(logAppendTime))
+	// Grown by append from a full header, the new buffer is not zeroed
+	// before the batch is copied into it (make would clear it first).
+	return append(h[:], batch...)
 }
 
 func encodeDeleteRecords(offset int64) []byte {
@@ -93,9 +95,6 @@ func (p *Partition) Apply(e raft.Entry) any {
 	return applyResult{err: fmt.Errorf("%w: unknown partition entry kind %d at index %d", kerr.CorruptMessage, e.Data[1], e.Index)}
 }
 
-// maxScratch bounds the apply buffer kept between entries.
-const maxScratch = 1 << 20
-
 func (p *Partition) applyAppend(epoch int32, logAppendTime int64, batch []byte) applyResult {
 	headers, err := log.ValidateBatches(batch)
 	if err != nil || len(headers) != 1 {
@@ -107,13 +106,9 @@ func (p *Partition) applyAppend(epoch int32, logAppendTime int64, batch []byte) 
 	} else if ok {
 		return applyResult{append: AppendResult{BaseOffset: dup, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset()}}
 	}
-	// The log stamps offsets, epoch and timestamps into the bytes it is
-	// given; the entry's own bytes may still be on their way to followers.
-	p.scratch = append(p.scratch[:0], batch...)
-	res, err := p.log.AppendValidated(p.scratch, headers, log.AppendOptions{LeaderEpoch: epoch, LogAppendTime: logAppendTime})
-	if cap(p.scratch) > maxScratch {
-		p.scratch = nil
-	}
+	// The log stamps offsets, epoch and timestamps into the entry's own
+	// bytes (raft.StateMachine: they are this apply's to rewrite).
+	res, err := p.log.AppendValidated(batch, headers, log.AppendOptions{LeaderEpoch: epoch, LogAppendTime: logAppendTime})
 	if err != nil {
 		return applyResult{err: p.fail(fmt.Errorf("append: %w", err))}
 	}

@@ -13,8 +13,11 @@ type StateMachine interface {
 	// goroutine, in index order; its result is what Group.Apply returns
 	// on the leader that proposed the entry. Entries at or below an index
 	// the machine already holds (replayed after a restart) must be
-	// skipped, and Apply must not keep e.Data: Raft may still be sending
-	// those bytes to followers.
+	// skipped. e.Data is this Apply's to rewrite in place but not to keep:
+	// on the leader that proposed it, it is the proposer's buffer, which
+	// Raft does not read again once the log store has it (followers are
+	// sent the store's copies); elsewhere it is a copy the store made for
+	// this Apply (TestApplyMayRewriteData).
 	Apply(e Entry) any
 	// Snapshot captures what a snapshot needs, quickly: Apply waits.
 	Snapshot() (Snapshot, error)

@@ -201,6 +201,13 @@ func (gs *GroupStore) StoreLogs(logs []*hraft.Log) error {
 	}
 	r := gs.s.getRequest(kindEntry, gs.name)
 	r.lo, r.hi = first, first+uint64(len(logs))-1
+	// Sized once: growing by append would copy every entry's data again
+	// at each doubling.
+	n := 0
+	for _, l := range logs {
+		n += entryRecordLen(gs.name, l)
+	}
+	r.buf = slices.Grow(r.buf[:0], n)
 	for _, l := range logs {
 		r.buf = appendEntryRecord(r.buf, gs.name, l)
 	}

@@ -113,6 +113,21 @@ func finishRecord(b []byte, start int) []byte {
 	return b
 }
 
+// entryRecordLen is the length of l's record, as appendEntryRecord
+// writes it.
+func entryRecordLen(group string, l *hraft.Log) int {
+	ext := len(l.Extensions)
+	return recHeaderLen + len(group) + entryFixedLen + uvarintLen(uint64(ext)) + ext + len(l.Data)
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
+}
+
 func appendEntryRecord(b []byte, group string, l *hraft.Log) []byte {
 	start := len(b)
 	b = beginRecord(b, kindEntry, group)

@@ -103,7 +103,8 @@ type Store struct {
 
 	// Writer goroutine only.
 	wq, wqNext []*request // the batch in flight and the one being written
-	wbuf       []byte
+	wbuf       []byte     // reclaim's relocation buffer
+	iov        [][]byte   // a batch's request buffers, for one vector write
 	batchSeq   uint64
 	fixes      []relocation
 	// wseg and wend are where the next write goes: the active segment's

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/weir-broker/weir/log"
 )
 
 // request is one caller's mutation, encoded by the caller (so CRC work
@@ -194,13 +196,16 @@ func (s *Store) commit(batch []*request) {
 		clear(batch)
 		return
 	}
-	s.wbuf = s.wbuf[:0]
+	// Each request's records go to the file from its own buffer, in one
+	// pwritev, rather than through a copy into one.
+	s.iov = s.iov[:0]
 	for _, r := range batch {
 		if r.err == nil && !r.skip {
-			s.wbuf = append(s.wbuf, r.buf...)
+			s.iov = append(s.iov, r.buf)
 		}
 	}
-	sg, base, rolled, err := s.writeOnly(s.wbuf)
+	sg, base, rolled, err := s.writeOnly(s.iov, bytes)
+	clear(s.iov)
 	s.settle()
 	if err == nil {
 		err = s.failed()
@@ -328,7 +333,7 @@ func (s *Store) validate(r *request) error {
 // flight). A new segment's directory entry is fsynced too before anything
 // in it is acknowledged.
 func (s *Store) write(buf []byte) (*segment, int64, error) {
-	sg, base, rolled, err := s.writeOnly(buf)
+	sg, base, rolled, err := s.writeOnly([][]byte{buf}, len(buf))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -345,12 +350,12 @@ func (s *Store) write(buf []byte) (*segment, int64, error) {
 
 // writeOnly appends buf at the write position, rolling to a new segment
 // first if it would overflow; nothing is fsynced or published.
-func (s *Store) writeOnly(buf []byte) (sg *segment, base int64, rolled bool, err error) {
+func (s *Store) writeOnly(bufs [][]byte, n int) (sg *segment, base int64, rolled bool, err error) {
 	sg = s.activeSegment()
 	if sg != s.wseg {
 		s.wseg, s.wend = sg, sg.size
 	}
-	if s.wend > segHeaderLen && s.wend+int64(len(buf)) > s.segBytes {
+	if s.wend > segHeaderLen && s.wend+int64(n) > s.segBytes {
 		// The segment being left must be durable before the next one
 		// exists: a crash could otherwise keep the new file's directory
 		// entry and a torn tail in the old one, which recovery takes for
@@ -373,11 +378,11 @@ func (s *Store) writeOnly(buf []byte) (sg *segment, base int64, rolled bool, err
 		s.wseg, s.wend = nsg, nsg.size
 	}
 	base = s.wend
-	if _, err := sg.f.WriteAt(buf, base); err != nil {
+	if _, err := log.WriteVectorAt(sg.f, bufs, base); err != nil {
 		return nil, 0, false, fmt.Errorf("walstore: writing %s at %d: %w", sg.path, base, err)
 	}
-	s.wend += int64(len(buf))
-	s.wrote(int64(len(buf)))
+	s.wend += int64(n)
+	s.wrote(int64(n))
 	return sg, base, rolled, nil
 }
 

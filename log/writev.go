@@ -1,0 +1,49 @@
+package log
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// maxIOV is Linux's IOV_MAX: the most buffers one pwritev takes.
+const maxIOV = 1024
+
+// WriteVectorAt writes bufs back to back at off, as one WriteAt of their
+// concatenation would, without concatenating them: an *os.File takes
+// them in as few pwritev calls as the kernel allows, any other File (a
+// test's fault-injecting one) one WriteAt per buffer. It returns the
+// bytes written; bufs is left as it was.
+func WriteVectorAt(f File, bufs [][]byte, off int64) (int64, error) {
+	if osf, ok := f.(*os.File); ok && len(bufs) > 1 {
+		return pwritev(osf, bufs, off)
+	}
+	var total int64
+	for _, b := range bufs {
+		n, err := f.WriteAt(b, off+total)
+		total += int64(n)
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// consumeIOV drops the first n bytes of iov, whose buffers it may
+// reslice (it is the caller's own copy of the outer slice), and the
+// empty buffers left at its front.
+func consumeIOV(iov [][]byte, n int) [][]byte {
+	for len(iov) > 0 && n >= len(iov[0]) {
+		n -= len(iov[0])
+		iov = iov[1:]
+	}
+	if n > 0 {
+		iov[0] = iov[0][n:]
+	}
+	return iov
+}
+
+// shortWrite is the error of a write that made no progress.
+func shortWrite(f *os.File, off int64) error {
+	return fmt.Errorf("log: writing %s at %d: %w", f.Name(), off, io.ErrShortWrite)
+}
