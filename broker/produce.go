@@ -122,7 +122,11 @@ func (pp *ProducePath) StartProduce(ctx context.Context, topic string, partition
 			return PendingAppend{}, fmt.Errorf("%w: %s-%d has %d live in-sync replicas %v, fewer than min.insync.replicas=%d", kerr.NotEnoughReplicas, t.Name(), partition, len(isr), isr, settings.minInsyncReplicas)
 		}
 	}
-	headers, err := log.ValidateBatches(records)
+	// Framing only: every replica checks the CRC before it appends the
+	// entry (applyAppend), and a batch that fails it is answered
+	// CORRUPT_MESSAGE from there. checkRecords checks it here first when
+	// it reads or re-encodes the records.
+	headers, err := log.ParseBatches(records)
 	if err != nil {
 		return PendingAppend{}, fmt.Errorf("%w: %v", kerr.CorruptMessage, err)
 	}

@@ -104,6 +104,12 @@ func (pp *ProducePath) checkRecords(topic string, partition int32, batch []byte,
 	if !readRecords {
 		return batch, nil
 	}
+	// The CRC before the records are read (StartProduce only parsed the
+	// framing): a re-encoded batch gets a fresh CRC, which must not cover
+	// damaged records.
+	if err := log.CheckCRC(batch); err != nil {
+		return nil, fmt.Errorf("%w: %v", kerr.CorruptMessage, err)
+	}
 	data, err := log.BatchRecords(batch)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", kerr.CorruptMessage, err)

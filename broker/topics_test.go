@@ -102,6 +102,12 @@ func TestProduceValidation(t *testing.T) {
 	if hwm := b.Topic("v").Partition(0).HighWatermark(); hwm != 0 {
 		t.Fatalf("refused produce wrote data: hwm %d", hwm)
 	}
+	// The CRC is checked as the entry is applied: the refused batch took
+	// a Raft index and no offset.
+	res, err := b.Produce(context.Background(), "v", 0, logtest.Batch{Records: 2}.Encode(), ProduceOptions{})
+	if err != nil || res.BaseOffset != 0 {
+		t.Fatalf("produce after a corrupt batch: offset %d, %v; want 0", res.BaseOffset, err)
+	}
 }
 
 func TestAutoCreate(t *testing.T) {

@@ -53,6 +53,24 @@ func TestValidateBatches(t *testing.T) {
 		if _, err := ValidateBatches(in); !errors.Is(err, ErrCorruptBatch) {
 			t.Errorf("%s: err %v, want ErrCorruptBatch", name, err)
 		}
+		// ParseBatches refuses the same, the checksums aside, and
+		// returns the same headers otherwise.
+		_, err := ParseBatches(in)
+		crcOnly := name == "bad crc" || name == "bad crc field"
+		if crcOnly != (err == nil) {
+			t.Errorf("ParseBatches %s: err %v", name, err)
+		}
+		if err := CheckCRC(in); crcOnly && !errors.Is(err, ErrCorruptBatch) {
+			t.Errorf("CheckCRC %s: err %v, want ErrCorruptBatch", name, err)
+		}
+	}
+	both := append(append([]byte(nil), a...), b...)
+	if err := CheckCRC(both); err != nil {
+		t.Fatalf("CheckCRC of good batches: %v", err)
+	}
+	parsed, err := ParseBatches(both)
+	if err != nil || len(parsed) != len(hs) || parsed[0] != hs[0] || parsed[1] != hs[1] {
+		t.Fatalf("ParseBatches: %+v, %v; ValidateBatches: %+v", parsed, err, hs)
 	}
 }
 
