@@ -1,6 +1,7 @@
 package walstore
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -326,4 +327,54 @@ func TestTailCache(t *testing.T) {
 	if got := get(3); string(got.Data) != big {
 		t.Fatal("a large last entry read back wrong")
 	}
+}
+
+// Entries of inlineDataMin bytes or more are written from the caller's
+// slice, between records StoreLogs copies: mixed in one StoreLogs, at the
+// boundary sizes, they read back whole, before and after a reopen, and
+// the caller may reuse its slices once StoreLogs returned.
+func TestLargeEntriesFromCallerData(t *testing.T) {
+	fsys := newFaultFS()
+	s := openT(t, testDir, fsys, 64<<10)
+	gs := s.Group("big")
+	sizes := []int{10, inlineDataMin - 1, inlineDataMin, 3 * inlineDataMin, 0, 100, 2*inlineDataMin + 7, inlineDataMin}
+	want := make([]*hraft.Log, len(sizes))
+	for i, n := range sizes {
+		data := bytes.Repeat([]byte{byte('a' + i)}, n)
+		want[i] = &hraft.Log{Index: uint64(i + 1), Term: 2, Type: hraft.LogCommand, Data: data, Extensions: []byte{byte(i)}}
+	}
+	in := make([]*hraft.Log, len(want))
+	for i, l := range want {
+		c := *l
+		c.Data = bytes.Clone(l.Data)
+		in[i] = &c
+	}
+	if err := gs.StoreLogs(in); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range in {
+		for j := range l.Data {
+			l.Data[j] = 0 // the caller's to reuse now
+		}
+	}
+	check := func(s *Store, when string) {
+		t.Helper()
+		gs := s.Group("big")
+		for _, w := range want {
+			var l hraft.Log
+			if err := gs.GetLog(w.Index, &l); err != nil {
+				t.Fatalf("%s: GetLog(%d): %v", when, w.Index, err)
+			}
+			if !sameLog(&l, w) {
+				t.Fatalf("%s: entry %d of %d bytes differs", when, w.Index, len(w.Data))
+			}
+		}
+	}
+	check(s, "stored")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openT(t, testDir, fsys, 64<<10)
+	defer s.Close()
+	check(s, "reopened")
 }

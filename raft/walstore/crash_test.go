@@ -210,7 +210,11 @@ func TestCrashRandomized(t *testing.T) {
 			workers := []*crashWorker{idle}
 			var wg sync.WaitGroup
 			for i := range 4 {
-				w := &crashWorker{name: fmt.Sprintf("g%d", i)}
+				name := fmt.Sprintf("g%d", i)
+				if i%2 == 1 {
+					name = fmt.Sprintf("big%d", i) // large entries too (entryData)
+				}
+				w := &crashWorker{name: name}
 				workers = append(workers, w)
 				wrng := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
 				wg.Go(func() { w.run(s, wrng, 200) })

@@ -48,11 +48,15 @@
 //
 // # Write path and group commit
 //
-// A caller encodes its records into a pooled buffer, queues the request
-// and blocks. The writer takes everything queued (up to 8 MiB), checks
-// each request against its group's log as the requests before it leave it
-// (StoreLogs must continue the log, DeleteRange must cut a head or a
-// tail), writes the batch with one write and hands its Sync to a second
+// A caller encodes its records into a pooled buffer, sized once, queues
+// the request and blocks. An entry's data of 4 KiB or more is not copied:
+// the buffer holds its record's header (length and CRC-32C of the whole
+// record) and the writer writes the data from the caller's own slice,
+// which stays the caller's until StoreLogs returns. The writer takes
+// everything queued (up to 8 MiB), checks each request against its
+// group's log as the requests before it leave it (StoreLogs must continue
+// the log, DeleteRange must cut a head or a tail), writes the batch's
+// buffers with one pwritev (no copy into one) and hands its Sync to a second
 // goroutine (syncLoop); only once that Sync returns does it publish the
 // new locations under Store.mu and wake the callers. While that Sync runs,
 // the next batch queues up and is already written (never synced by it: a

@@ -201,15 +201,36 @@ func (gs *GroupStore) StoreLogs(logs []*hraft.Log) error {
 	}
 	r := gs.s.getRequest(kindEntry, gs.name)
 	r.lo, r.hi = first, first+uint64(len(logs))-1
-	// Sized once: growing by append would copy every entry's data again
-	// at each doubling.
-	n := 0
+	// Sized once, so that appending never moves buf (parts point into
+	// it) and nothing is copied twice.
+	n, size := 0, 0
 	for _, l := range logs {
-		n += entryRecordLen(gs.name, l)
+		rec := entryRecordLen(gs.name, l)
+		size += rec
+		if len(l.Data) >= inlineDataMin {
+			rec -= len(l.Data)
+		}
+		n += rec
 	}
 	r.buf = slices.Grow(r.buf[:0], n)
+	mark := 0 // where the part of buf not yet in parts starts
 	for _, l := range logs {
-		r.buf = appendEntryRecord(r.buf, gs.name, l)
+		start := len(r.buf)
+		if len(l.Data) < inlineDataMin {
+			r.buf = appendEntryRecord(r.buf, gs.name, l)
+			r.lens = append(r.lens, uint32(len(r.buf)-start))
+			continue
+		}
+		r.buf = appendEntryHeader(r.buf, gs.name, l)
+		r.lens = append(r.lens, uint32(len(r.buf)-start+len(l.Data)))
+		r.parts = append(r.parts, r.buf[mark:], l.Data)
+		mark = len(r.buf)
+	}
+	if len(r.parts) > 0 {
+		if mark < len(r.buf) {
+			r.parts = append(r.parts, r.buf[mark:])
+		}
+		r.size = size
 	}
 	return gs.s.submit(r)
 }

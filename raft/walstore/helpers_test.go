@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,9 +27,14 @@ func openT(t testing.TB, dir string, fsys log.FS, segBytes int64) *Store {
 }
 
 // entryData is the content of group's entry at index in term: every test
-// can recompute what a stored entry must hold.
+// can recompute what a stored entry must hold. In groups named big…,
+// every eleventh entry is larger than inlineDataMin, so that StoreLogs
+// writes its data from the caller's slice, between the records it copies.
 func entryData(group string, index, term uint64) []byte {
 	n := int(index*7+term) % 200
+	if strings.HasPrefix(group, "big") && index%11 == 0 {
+		n = inlineDataMin + int(index*13+term)%(2*inlineDataMin)
+	}
 	return bytes.Repeat([]byte(fmt.Sprintf("%s/%d/%d;", group, index, term)), 1+n/16)
 }
 

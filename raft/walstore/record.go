@@ -128,8 +128,34 @@ func uvarintLen(v uint64) int {
 	return n
 }
 
+// inlineDataMin is the data size from which an entry's data is written
+// from its own slice rather than copied into the record buffer: below
+// it, a copy costs less than one more buffer in the write.
+const inlineDataMin = 4 << 10
+
 func appendEntryRecord(b []byte, group string, l *hraft.Log) []byte {
 	start := len(b)
+	b = appendEntryFields(b, group, l)
+	b = append(b, l.Data...)
+	return finishRecord(b, start)
+}
+
+// appendEntryHeader appends l's record up to its data, with the length
+// and CRC of the whole record: the data follows it in the file, written
+// from l.Data.
+func appendEntryHeader(b []byte, group string, l *hraft.Log) []byte {
+	start := len(b)
+	b = appendEntryFields(b, group, l)
+	rec := b[start:]
+	binary.BigEndian.PutUint32(rec[0:], uint32(len(rec)-frameLen+len(l.Data)))
+	crc := crc32.Update(crc32.Checksum(rec[0:4], crcTable), crcTable, rec[frameLen:])
+	binary.BigEndian.PutUint32(rec[4:], crc32.Update(crc, crcTable, l.Data))
+	return b
+}
+
+// appendEntryFields appends the start of l's record: the frame left
+// blank, kind, group, and the entry's fields before its data.
+func appendEntryFields(b []byte, group string, l *hraft.Log) []byte {
 	b = beginRecord(b, kindEntry, group)
 	b = binary.BigEndian.AppendUint64(b, l.Index)
 	b = binary.BigEndian.AppendUint64(b, l.Term)
@@ -140,9 +166,7 @@ func appendEntryRecord(b []byte, group string, l *hraft.Log) []byte {
 	}
 	b = binary.BigEndian.AppendUint64(b, uint64(at))
 	b = binary.AppendUvarint(b, uint64(len(l.Extensions)))
-	b = append(b, l.Extensions...)
-	b = append(b, l.Data...)
-	return finishRecord(b, start)
+	return append(b, l.Extensions...)
 }
 
 func appendDeleteRecord(b []byte, group string, min, max uint64) []byte {

@@ -1,7 +1,6 @@
 package walstore
 
 import (
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"time"
@@ -18,7 +17,16 @@ type request struct {
 	lo, hi uint64 // kindEntry: first and last index; kindDelete: min, max
 	key    string // kindStable
 	val    []byte // kindStable
-	buf    []byte // encoded records
+	buf    []byte // encoded records, or their headers (parts)
+
+	// kindEntry: the length of each entry's record, in order. When parts
+	// is not empty, the records are parts concatenated, not buf: an entry's
+	// data of inlineDataMin bytes or more is written from the caller's
+	// own slice (StoreLogs' caller keeps it until submit returns) after
+	// its header in buf, instead of being copied in.
+	lens  []uint32
+	parts [][]byte
+	size  int // bytes of the records
 
 	// Set by the writer.
 	g    *group
@@ -35,6 +43,23 @@ func (s *Store) getRequest(kind byte, name string) *request {
 	return r
 }
 
+// records returns r's encoded records as the buffers to write, in order,
+// appended to iov.
+func (r *request) records(iov [][]byte) [][]byte {
+	if len(r.parts) > 0 {
+		return append(iov, r.parts...)
+	}
+	return append(iov, r.buf)
+}
+
+// bytes is the length of r's encoded records.
+func (r *request) bytes() int {
+	if len(r.parts) > 0 {
+		return r.size
+	}
+	return len(r.buf)
+}
+
 func (s *Store) putRequest(r *request) {
 	if cap(r.buf) > 1<<20 {
 		r.buf = nil // do not pin a large StoreLogs' buffer in the pool
@@ -44,6 +69,9 @@ func (s *Store) putRequest(r *request) {
 	}
 	r.g, r.err, r.key, r.skip, r.lo, r.hi = nil, nil, "", false, 0, 0
 	r.val = r.val[:0]
+	r.lens = r.lens[:0]
+	clear(r.parts) // the callers' data is theirs again
+	r.parts, r.size = r.parts[:0], 0
 	s.reqs.Put(r)
 }
 
@@ -126,8 +154,8 @@ func (s *Store) take() ([]*request, bool, error) {
 	s.qmu.Lock()
 	defer s.qmu.Unlock()
 	n, bytes := 0, 0
-	for n < len(s.queue) && (n == 0 || bytes+len(s.queue[n].buf) <= limit) {
-		bytes += len(s.queue[n].buf)
+	for n < len(s.queue) && (n == 0 || bytes+s.queue[n].bytes() <= limit) {
+		bytes += s.queue[n].bytes()
 		n++
 	}
 	s.wqNext = append(s.wqNext[:0], s.queue[:n]...)
@@ -182,7 +210,7 @@ func (s *Store) commit(batch []*request) {
 			continue
 		}
 		r.off = bytes
-		bytes += len(r.buf)
+		bytes += r.bytes()
 		if r.kind == kindEntry {
 			records += int(r.hi - r.lo + 1)
 		} else {
@@ -201,7 +229,7 @@ func (s *Store) commit(batch []*request) {
 	s.iov = s.iov[:0]
 	for _, r := range batch {
 		if r.err == nil && !r.skip {
-			s.iov = append(s.iov, r.buf)
+			s.iov = r.records(s.iov)
 		}
 	}
 	sg, base, rolled, err := s.writeOnly(s.iov, bytes)
@@ -420,17 +448,16 @@ func (s *Store) apply(r *request, sg *segment, off int64) {
 		if len(g.locs) == 0 {
 			g.first = r.lo
 		}
-		lastAt, lastN := 0, 0
-		for p := 0; p < len(r.buf); {
-			n := frameLen + int(binary.BigEndian.Uint32(r.buf[p:]))
-			g.locs = append(g.locs, loc{seg: sg.seq, off: uint32(off) + uint32(p), n: uint32(n)})
+		p := 0
+		for _, n := range r.lens {
+			g.locs = append(g.locs, loc{seg: sg.seq, off: uint32(off) + uint32(p), n: n})
 			s.addLive(sg, int64(n))
-			lastAt, lastN = p, n
-			p += n
+			p += int(n)
 		}
 		g.tail = nil
-		if lastN <= tailCacheMax {
-			g.tail = slices.Clone(r.buf[lastAt : lastAt+lastN])
+		// A record this small is always whole at the end of buf.
+		if last := int(r.lens[len(r.lens)-1]); last <= tailCacheMax {
+			g.tail = slices.Clone(r.buf[len(r.buf)-last:])
 		}
 	case kindDelete:
 		s.deleteRange(g, r.lo, r.hi)
