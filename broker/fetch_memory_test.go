@@ -272,10 +272,18 @@ func TestFetchBuffersReturnedOnce(t *testing.T) {
 	if fetches < 12 {
 		t.Fatalf("only %d fetches ran", fetches)
 	}
+	// Coalescing may have been left on, holding a retained result (one
+	// small enough for the retention bound): switching it off lets every
+	// retained read go, and only then is every buffer back.
+	setCoalescing(false)
+	for deadline := time.Now().Add(10 * time.Second); b.coalescer.Enabled(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("coalescing still on 10 s after it was switched off")
+		}
+	}
 	if out := b.fetchReads.Outstanding(); out != 0 {
 		t.Fatalf("%d read buffers outstanding after every result was released after %d fetches (negative: given back twice)", out, fetches)
 	}
-	setCoalescing(false) // lets every retained read go
 	held := b.fetchReads.Held()
 	if used := b.FetchMemoryStats().Used; used != held.Held {
 		t.Fatalf("%d bytes charged with nothing in use, %d held for reuse", used, held.Held)
