@@ -18,6 +18,11 @@ func WriteVectorAt(f File, bufs [][]byte, off int64) (int64, error) {
 	if osf, ok := f.(*os.File); ok && len(bufs) > 1 {
 		return pwritev(osf, bufs, off)
 	}
+	return writeEach(f, bufs, off)
+}
+
+// writeEach writes bufs back to back at off, one WriteAt per buffer.
+func writeEach(f io.WriterAt, bufs [][]byte, off int64) (int64, error) {
 	var total int64
 	for _, b := range bufs {
 		n, err := f.WriteAt(b, off+total)
