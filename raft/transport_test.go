@@ -27,8 +27,14 @@ func TestTransportManyGroups(t *testing.T) {
 	}
 	nodes := newTpNodes(t, 3)
 	all := make([][]*tpMember, groups)
+	// 2 s timers and lease, still shorter than a partition's: with 1 s
+	// and a 500 ms lease, 600 groups under the race detector on a busy
+	// 2-core machine stalled long enough for leaders to step down.
+	timers := func(c *hraft.Config) {
+		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 2*time.Second, 2*time.Second, 2*time.Second
+	}
 	for i := range all {
-		all[i] = startTpGroup(t, nodes, fmt.Sprintf("p-%04d", i), nil)
+		all[i] = startTpGroup(t, nodes, fmt.Sprintf("p-%04d", i), timers)
 	}
 	start := time.Now()
 	for _, ms := range all {
@@ -99,7 +105,7 @@ func TestTransportManyGroups(t *testing.T) {
 	t.Logf("idle 3 s: %d heartbeats in %d frames (%.1f per frame), %d failed calls", hbs, frames, float64(hbs)/float64(max(frames, 1)), fail)
 	// A peer gets at most one batch per delay, whatever the number of
 	// groups, so groups per frame is the heartbeat rate to a peer times
-	// the delay (here ~67 leaders per node, a heartbeat each 100–200 ms:
+	// the delay (here ~67 leaders per node, a heartbeat each 200–400 ms:
 	// ~5 per frame; with 1,000s of groups, 1,000s per second per peer,
 	// the frames stay at 100/s).
 	links := uint64(len(nodes) * (len(nodes) - 1))

@@ -150,24 +150,26 @@ func (g *group) run() {
 	for {
 		select {
 		case f := <-g.reqs:
-			f()
+			f() // publishes itself (do)
 		case <-g.timer.C:
 			g.onTimer(g.c.now())
+			g.publish()
 		case <-g.quit:
 			g.failWaiters()
 			return
 		}
-		g.publish()
 		g.resetTimer()
 	}
 }
 
 // do runs f on the group's loop and waits for it; false means the group
-// stopped (deleted, unloaded or coordinator closed) before f ran.
+// stopped (deleted, unloaded or coordinator closed) before f ran. What f
+// changed is published before do returns, so that a ListGroups after a
+// client's request sees the group as that request left it.
 func (g *group) do(f func()) bool {
 	done := make(chan struct{})
 	select {
-	case g.reqs <- func() { f(); close(done) }:
+	case g.reqs <- func() { f(); g.publish(); close(done) }:
 		<-done
 		return true
 	case <-g.stopped:
