@@ -285,11 +285,27 @@ func TestTransactionsCoordinatorFailover(t *testing.T) {
 	victim := brokerByID(t, bs, found.NodeID)
 	t.Logf("killing node %d, the coordinator of failover-app", victim.NodeID)
 	victim.Kill(t)
+	live := without(bs, int32(victim.NodeID))
+	// franz-go finds a coordinator through any broker it knows, seeds
+	// included, and gives a commit up (unconfirmed, never to be retried)
+	// when two such lookups in a row dial the dead one. The broker side
+	// is what this test is about: the producer carries on once the dead
+	// broker left Metadata (its session expired) and its client's view,
+	// and its seeds are the live brokers.
+	if err := prod.UpdateSeedBrokers(kafkaAddrs(live)...); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, clusterTimeout, "the producer's client knowing only the live brokers", func() error {
+		prod.ForceMetadataRefresh()
+		if n := len(prod.DiscoveredBrokers()); n != len(live) {
+			return fmt.Errorf("%d brokers known, %d live", n, len(live))
+		}
+		return nil
+	})
 	produce(50, 100)
 	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatalf("commit after the coordinator's loss: %v", err)
 	}
-	live := without(bs, int32(victim.NodeID))
 	got := consumeValues(t, live[0], kafkaAddrs(live), topic, kgo.ReadCommitted(), 100, 2*clusterTimeout)
 	seen := map[string]int{}
 	for _, v := range got {
