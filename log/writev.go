@@ -1,7 +1,6 @@
 package log
 
 import (
-	"fmt"
 	"io"
 	"os"
 )
@@ -32,23 +31,4 @@ func writeEach(f io.WriterAt, bufs [][]byte, off int64) (int64, error) {
 		}
 	}
 	return total, nil
-}
-
-// consumeIOV drops the first n bytes of iov, whose buffers it may
-// reslice (it is the caller's own copy of the outer slice), and the
-// empty buffers left at its front.
-func consumeIOV(iov [][]byte, n int) [][]byte {
-	for len(iov) > 0 && n >= len(iov[0]) {
-		n -= len(iov[0])
-		iov = iov[1:]
-	}
-	if n > 0 {
-		iov[0] = iov[0][n:]
-	}
-	return iov
-}
-
-// shortWrite is the error of a write that made no progress.
-func shortWrite(f *os.File, off int64) error {
-	return fmt.Errorf("log: writing %s at %d: %w", f.Name(), off, io.ErrShortWrite)
 }

@@ -1,6 +1,8 @@
 package log
 
 import (
+	"fmt"
+	"io"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -37,4 +39,23 @@ func pwritev(f *os.File, bufs [][]byte, off int64) (int64, error) {
 		iov = consumeIOV(iov, n)
 	}
 	return total, nil
+}
+
+// consumeIOV drops the first n bytes of iov, whose buffers it may
+// reslice (it is the caller's own copy of the outer slice), and the
+// empty buffers left at its front.
+func consumeIOV(iov [][]byte, n int) [][]byte {
+	for len(iov) > 0 && n >= len(iov[0]) {
+		n -= len(iov[0])
+		iov = iov[1:]
+	}
+	if n > 0 {
+		iov[0] = iov[0][n:]
+	}
+	return iov
+}
+
+// shortWrite is the error of a write that made no progress.
+func shortWrite(f *os.File, off int64) error {
+	return fmt.Errorf("log: writing %s at %d: %w", f.Name(), off, io.ErrShortWrite)
 }
