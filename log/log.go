@@ -449,9 +449,10 @@ func (l *Log) Sync() error {
 	}
 	seg, end, writes, cuts := l.active(), l.end, l.writes, l.cuts
 	seg.acquire() // its files stay open even if it is deleted meanwhile
+	files := seg.files()
 	l.appendMu.Unlock()
 
-	err := seg.sync()
+	err := syncFiles(files)
 	seg.release()
 
 	l.appendMu.Lock()

@@ -204,10 +204,20 @@ func (s *segment) trash() error {
 // sampled gen (see segment.gen).
 func (s *segment) stale(gen uint64) bool { return s.gen.Load() != gen }
 
-// sync makes the segment's data and indexes durable (index files not
-// created yet hold nothing to make durable).
-func (s *segment) sync() error {
-	for _, f := range []File{s.log, s.idx.f, s.tidx.f} {
+// sync makes the segment's data and indexes durable. Caller holds
+// Log.appendMu, under which an append may create the index files.
+func (s *segment) sync() error { return syncFiles(s.files()) }
+
+// files returns the segment's open files: its log and the index files
+// created so far. Caller holds Log.appendMu; a Sync that fsyncs outside
+// it takes them first (index files created later hold only entries of
+// later appends).
+func (s *segment) files() [3]File { return [3]File{s.log, s.idx.f, s.tidx.f} }
+
+// syncFiles fsyncs fs, skipping files not created yet (nil), which hold
+// nothing to make durable.
+func syncFiles(fs [3]File) error {
+	for _, f := range fs {
 		if f == nil {
 			continue
 		}

@@ -129,3 +129,46 @@ func TestSyncAfterConcurrentTruncation(t *testing.T) {
 		t.Fatalf("recovery point %d past the truncated end 3", rp)
 	}
 }
+
+// Syncs running beside appends that roll segments and create their index
+// files lazily: a Sync fsyncs the files the active segment had when it
+// began (run under -race, which saw a Sync read a segment's index file
+// while the append that created it wrote it), and every Sync's recovery
+// point is data the log holds.
+func TestSyncBesideRollingAppends(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(OSFS{})
+	cfg.SegmentBytes = 2048
+	l := mustOpen(t, dir, cfg)
+	defer l.Close()
+	const appends = 3000
+	appended := make(chan error, 1)
+	go func() {
+		for i := range appends {
+			if _, err := l.Append(simpleBatch(t, 2, int64(i), 100), AppendOptions{}); err != nil {
+				appended <- err
+				return
+			}
+		}
+		appended <- nil
+	}()
+	for syncs := 0; ; syncs++ {
+		if err := l.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-appended:
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			if rp, _ := readCheckpoint(l.fsys, dir, recoveryPointFile); rp != 2*appends {
+				t.Fatalf("recovery point %d after %d syncs, want %d", rp, syncs, 2*appends)
+			}
+			return
+		default:
+		}
+	}
+}
