@@ -14,6 +14,10 @@
 # RACKS=a,b,c gives node 0 --rack a, node 1 --rack b, node 2 --rack c.
 # Empty or unset: no node has a rack. Any other number of racks, or an
 # empty one, is refused before anything is built or started.
+#
+# COALESCING (start only, default true): kafka_fetch_read_coalescing_enabled
+# of a cluster created by this start (make run's default too; an existing
+# cluster keeps its own setting). Anything but true or false is refused.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -82,10 +86,20 @@ parse_racks() {
 	done
 }
 
+coalescing=${COALESCING:-true}
+check_coalescing() {
+	case "$coalescing" in
+	true | false) return 0 ;;
+	esac
+	echo "cluster.sh: COALESCING='$coalescing': give true or false" >&2
+	return 1
+}
+
 ready() { curl -sf --max-time 1 "http://$(admin_addr "$1")/v1/status/ready" >/dev/null 2>&1; }
 
 start() {
 	parse_racks || exit 2
+	check_coalescing || exit 2
 	command -v curl >/dev/null || { echo "cluster.sh: curl is needed to wait for readiness" >&2; exit 1; }
 	local n pid
 	for n in "${nodes[@]}"; do
@@ -114,6 +128,7 @@ start() {
 		nohup ./bin/weir --node-id "$n" --data-dir "$data/node$n" \
 			--kafka-addr "$(kafka_addr "$n")" --admin-addr "$(admin_addr "$n")" \
 			--rpc-addr "$(rpc_addr "$n")" --seeds "$(seeds_for "$n")" \
+			--set "cluster.kafka_fetch_read_coalescing_enabled=$coalescing" \
 			${rack_flag[@]+"${rack_flag[@]}"} \
 			</dev/null >>"$(log_file "$n")" 2>&1 &
 		echo $! >"$(pid_file "$n")"
