@@ -38,11 +38,16 @@ const (
 
 func encodeAppend(logAppendTime int64, batch []byte) []byte {
 	var h [entryHeaderLen]byte
-	h[0], h[1] = entryVersion, entryAppend
-	binary.BigEndian.PutUint64(h[2:], uint64(logAppendTime))
+	putAppendHeader(h[:], logAppendTime)
 	// Grown by append from a full header, the new buffer is not zeroed
 	// before the batch is copied into it (make would clear it first).
 	return append(h[:], batch...)
+}
+
+// putAppendHeader writes an append entry's header into e[:entryHeaderLen].
+func putAppendHeader(e []byte, logAppendTime int64) {
+	e[0], e[1] = entryVersion, entryAppend
+	binary.BigEndian.PutUint64(e[2:entryHeaderLen], uint64(logAppendTime))
 }
 
 func encodeDeleteRecords(offset int64) []byte {

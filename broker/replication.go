@@ -16,6 +16,7 @@ import (
 
 	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/broker/group"
+	"github.com/weir-broker/weir/broker/memory"
 	"github.com/weir-broker/weir/broker/txn"
 	"github.com/weir-broker/weir/config"
 	"github.com/weir-broker/weir/log"
@@ -579,6 +580,10 @@ func (p *Partition) replicate(ctx context.Context, entry []byte) (applyResult, e
 type proposedEntry struct {
 	p    *Partition
 	prop raft.Proposal
+	// recycle, when set, takes the entry's buffer back once the entry
+	// was applied here (ProducePath.newAppendEntry).
+	recycle *memory.Buffers
+	data    []byte
 }
 
 // propose hands an entry to the partition's group without waiting for
@@ -593,10 +598,19 @@ func (p *Partition) propose(ctx context.Context, entry []byte) (proposedEntry, e
 }
 
 // wait returns the entry's outcome once it is committed and applied here.
+// Once the apply here has returned, nothing holds the entry any more:
+// Raft's leader dropped it from its queue before the apply, its log store
+// wrote it before the commit, and its followers are sent entries read
+// back from that store. An entry whose outcome is unknown (the wait
+// ended first, leadership was lost) may still be written or applied, and
+// is left to the collector.
 func (pe proposedEntry) wait(ctx context.Context) (applyResult, error) {
 	resp, _, err := pe.prop.Wait(ctx)
 	if err != nil {
 		return applyResult{}, pe.p.replicationError(err)
+	}
+	if pe.recycle != nil {
+		pe.recycle.Recycle(pe.data)
 	}
 	res, ok := resp.(applyResult)
 	if !ok {
