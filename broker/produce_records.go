@@ -104,11 +104,19 @@ func (pp *ProducePath) checkRecords(topic string, partition int32, batch []byte,
 	if !readRecords {
 		return batch, nil
 	}
-	// The CRC before the records are read (StartProduce only parsed the
-	// framing): a re-encoded batch gets a fresh CRC, which must not cover
-	// damaged records.
-	if err := log.CheckCRC(batch); err != nil {
-		return nil, fmt.Errorf("%w: %v", kerr.CorruptMessage, err)
+	// StartProduce only parsed the framing. A batch to be re-encoded has
+	// its CRC checked before its records are read: the new batch gets a
+	// fresh CRC, which must not cover damaged records. A batch only read
+	// here is checked by every replica's apply, like any other; its CRC
+	// is computed here only when the read refuses it, so that a damaged
+	// batch is answered CORRUPT_MESSAGE, as Kafka answers it, and not
+	// with whatever its damaged bytes seemed to break. (With Kafka 4's
+	// default message.timestamp.after.max.ms every uncompressed batch is
+	// read, and the leader would otherwise compute every CRC twice.)
+	if recompress {
+		if err := log.CheckCRC(batch); err != nil {
+			return nil, fmt.Errorf("%w: %v", kerr.CorruptMessage, err)
+		}
 	}
 	data, err := log.BatchRecords(batch)
 	if err != nil {
@@ -133,6 +141,9 @@ func (pp *ProducePath) checkRecords(topic string, partition int32, batch []byte,
 		return nil, fmt.Errorf("%w: %v", kerr.CorruptMessage, err)
 	}
 	if refused != nil {
+		if err := log.CheckCRC(batch); err != nil {
+			return nil, fmt.Errorf("%w: %v", kerr.CorruptMessage, err)
+		}
 		return nil, refused
 	}
 	if !recompress {

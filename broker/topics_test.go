@@ -99,6 +99,13 @@ func TestProduceValidation(t *testing.T) {
 	wantCode(t, err, kerr.CorruptMessage)
 	_, err = b.Produce(context.Background(), "v", 0, []byte{1, 2, 3}, ProduceOptions{})
 	wantCode(t, err, kerr.CorruptMessage)
+	// Damage the record checks see first (a first timestamp thousands of
+	// years ahead, past message.timestamp.after.max.ms) is still answered
+	// CORRUPT_MESSAGE, as Kafka answers it: the CRC settles it.
+	future := logtest.Batch{Records: 2, Timestamp: time.Now().UnixMilli()}.Encode()
+	future[27] ^= 0x01 // the top byte of firstTimestamp, under the CRC
+	_, err = b.Produce(context.Background(), "v", 0, future, ProduceOptions{})
+	wantCode(t, err, kerr.CorruptMessage)
 	if hwm := b.Topic("v").Partition(0).HighWatermark(); hwm != 0 {
 		t.Fatalf("refused produce wrote data: hwm %d", hwm)
 	}
