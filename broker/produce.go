@@ -176,9 +176,9 @@ func (pp *ProducePath) StartProduce(ctx context.Context, topic string, partition
 // is then the free list, to which the entry goes back once its apply on
 // this broker has returned (proposedEntry.wait). Until then the entry is
 // Raft's: its log store writes large entries from it, and the apply
-// stamps offsets into it. A fresh buffer for every batch cost the
-// producers' broker about a tenth of its CPU, most of it the first touch
-// of newly allocated memory.
+// stamps offsets into it. A fresh buffer for every batch was nearly all
+// the memory the produce path allocated (docs/replication.md, "Copies of
+// the record bytes").
 func (pp *ProducePath) newAppendEntry(logAppendTime int64, records []byte) (data []byte, recycle *memory.Buffers) {
 	n := entryHeaderLen + len(records)
 	if n < pooledEntryMin || pp.entries == nil {
