@@ -83,9 +83,11 @@ func TestSyncDoesNotBlockAppends(t *testing.T) {
 	mustAppend(t, l, simpleBatch(t, 3, 1, 10))
 	done := syncInBackground(t, l, sfs)
 
+	// simpleBatch may call t.Fatal, which only the test's goroutine may.
+	batch := simpleBatch(t, 2, 2, 10)
 	appended := make(chan error, 1)
 	go func() {
-		_, err := l.Append(simpleBatch(t, 2, 2, 10), AppendOptions{})
+		_, err := l.Append(batch, AppendOptions{})
 		appended <- err
 	}()
 	select {
@@ -142,10 +144,16 @@ func TestSyncBesideRollingAppends(t *testing.T) {
 	l := mustOpen(t, dir, cfg)
 	defer l.Close()
 	const appends = 3000
+	// Built here: simpleBatch may call t.Fatal, which only the test's
+	// goroutine may.
+	batches := make([][]byte, appends)
+	for i := range batches {
+		batches[i] = simpleBatch(t, 2, int64(i), 100)
+	}
 	appended := make(chan error, 1)
 	go func() {
-		for i := range appends {
-			if _, err := l.Append(simpleBatch(t, 2, int64(i), 100), AppendOptions{}); err != nil {
+		for _, b := range batches {
+			if _, err := l.Append(b, AppendOptions{}); err != nil {
 				appended <- err
 				return
 			}
