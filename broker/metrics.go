@@ -36,6 +36,7 @@ type stateCollector struct {
 	configVersion   *prometheus.Desc
 	groups          *prometheus.Desc
 	rebalances      *prometheus.Desc
+	acksOne         *prometheus.Desc
 }
 
 func newStateCollector(b *Broker) *stateCollector {
@@ -56,6 +57,8 @@ func newStateCollector(b *Broker) *stateCollector {
 			"Groups this broker coordinates, by type (classic, consumer: KIP-848) and state, as ListGroups names them (Kafka's group-count and consumer-group-count).", []string{"type", "state"}, nil),
 		rebalances: prometheus.NewDesc("weir_group_rebalances_total",
 			"Rebalances this broker's coordinator started, by group type: a classic group preparing a rebalance, a consumer-protocol group bumping its epoch (Kafka's consumer-group-rebalance-count).", []string{"type"}, nil),
+		acksOne: prometheus.NewDesc("weir_produce_acks1_answers_total",
+			"Batches produced with acks=1 and answered here, by what answered them: leader_log (the batch was fsynced in the leader's Raft log and its offsets known) or commit (it waited for a majority, as acks=all does).", []string{"from"}, nil),
 	}
 }
 
@@ -67,6 +70,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.configVersion
 	ch <- c.groups
 	ch <- c.rebalances
+	ch <- c.acksOne
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -80,6 +84,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.underReplicated, s.underReplicated)
 	gauge(c.offline, s.offline)
 	gauge(c.configVersion, c.b.ClusterConfigVersion())
+	ch <- prometheus.MustNewConstMetric(c.acksOne, prometheus.CounterValue, float64(c.b.acksOne.leaderLog.Load()), "leader_log")
+	ch <- prometheus.MustNewConstMetric(c.acksOne, prometheus.CounterValue, float64(c.b.acksOne.commit.Load()), "commit")
 	if coord := c.b.Groups(); coord != nil {
 		for k, n := range coord.GroupCounts() {
 			gauge(c.groups, int64(n), k.Type, k.State)

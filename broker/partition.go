@@ -78,6 +78,8 @@ type Partition struct {
 	// txnGate orders transactional batches with markers while this
 	// replica leads (txn_verify.go).
 	txnGate txnGate
+	// writes answers acks=1 from the leader's Raft log (produce_acks.go).
+	writes leaderWrites
 
 	stopOnce sync.Once
 	stop     chan struct{} // closed when the replica is closing

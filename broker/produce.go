@@ -2,8 +2,10 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -47,6 +49,14 @@ type ProducePath struct {
 	// entries recycles the Raft entries of produced batches (see
 	// newAppendEntry).
 	entries *memory.Buffers
+	// acksOne counts how acks=1 batches were answered (metrics.go).
+	acksOne acksOneCounts
+}
+
+// acksOneCounts counts acks=1 batches by what answered them: the
+// leader's log (produce_acks.go) or their commit.
+type acksOneCounts struct {
+	leaderLog, commit atomic.Uint64
 }
 
 // heldEntryBytes bounds the produced batches' Raft entries kept for reuse
@@ -90,9 +100,10 @@ func newProducePath(d producePathDeps) ProducePath {
 
 // Produce appends a partition's records from a produce request through
 // the partition's Raft group: it returns once the batch is committed (on
-// a majority of the replicas' disks) and applied here, whatever the
-// request's acks (acks=1 is answered as acks=-1, which is stronger).
-// records is copied; ctx bounds the wait (the request's timeout).
+// a majority of the replicas' disks) and applied here; with acks=1, a
+// batch without a producer id may be answered sooner, once it is on the
+// leader's disk (produce_acks.go). records is copied; ctx bounds the wait
+// (the request's timeout).
 func (pp *ProducePath) Produce(ctx context.Context, topic string, partition int32, records []byte, opts ProduceOptions) (AppendResult, error) {
 	pa, err := pp.StartProduce(ctx, topic, partition, records, opts)
 	if err != nil {
@@ -105,6 +116,10 @@ func (pp *ProducePath) Produce(ctx context.Context, topic string, partition int3
 // (StartProduce).
 type PendingAppend struct {
 	entry proposedEntry
+	// early, for acks=1, is answered once the leader's log holds the
+	// batch (produce_acks.go); counts counts how.
+	early  *leaderWrite
+	counts *acksOneCounts
 }
 
 // StartProduce is Produce without the wait for the commit: it checks the
@@ -158,17 +173,30 @@ func (pp *ProducePath) StartProduce(ctx context.Context, topic string, partition
 		logAppendTime = pp.now().UnixMilli()
 	}
 	data, recycle := pp.newAppendEntry(logAppendTime, records)
+	h := headers[0]
+	var early *leaderWrite
+	if opts.Acks == 1 && h.ProducerID < 0 {
+		// Its apply must append it for sure: checked here in full, as
+		// every replica will check it.
+		if err := log.CheckCRC(records); err != nil {
+			return PendingAppend{}, fmt.Errorf("%w: %v", kerr.CorruptMessage, err)
+		}
+		early = p.writes.register(data, int64(h.LastOffsetDelta)+1, logAppendTime)
+	}
 	var entry proposedEntry
-	if h := headers[0]; h.IsTransactional() && pp.verifyTxnEnabled != nil && pp.verifyTxnEnabled() {
+	if h.IsTransactional() && pp.verifyTxnEnabled != nil && pp.verifyTxnEnabled() {
 		entry, err = pp.proposeTxnBatch(ctx, p, h, data, opts)
 	} else {
 		entry, err = p.propose(ctx, data)
 	}
 	if err != nil {
+		if early != nil {
+			p.writes.forget(early)
+		}
 		return PendingAppend{}, err
 	}
 	entry.recycle, entry.data = recycle, data
-	return PendingAppend{entry: entry}, nil
+	return PendingAppend{entry: entry, early: early, counts: &pp.acksOne}, nil
 }
 
 // newAppendEntry is encodeAppend's entry for a produced batch, in a
@@ -191,10 +219,23 @@ func (pp *ProducePath) newAppendEntry(logAppendTime int64, records []byte) (data
 }
 
 // Wait returns the batch's offsets once it is committed and applied on
-// this broker, or why it was not; ctx bounds the wait. Call it at most
-// once: a successful wait recycles the batch's entry.
+// this broker (with acks=1, possibly once it is on the leader's disk), or
+// why it was not; ctx bounds the wait. Call it at most once: a wait
+// that saw the apply recycles the batch's entry.
 func (pa PendingAppend) Wait(ctx context.Context) (AppendResult, error) {
-	res, err := pa.entry.wait(ctx)
+	if pa.early == nil {
+		res, err := pa.entry.wait(ctx)
+		return res.append, err
+	}
+	defer pa.entry.p.writes.forget(pa.early)
+	res, err := pa.entry.waitOr(ctx, pa.early.ready)
+	if errors.Is(err, errAnsweredEarly) {
+		pa.counts.leaderLog.Add(1)
+		return pa.early.result, nil
+	}
+	if err == nil {
+		pa.counts.commit.Add(1)
+	}
 	return res.append, err
 }
 

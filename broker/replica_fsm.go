@@ -318,6 +318,14 @@ func (p *Partition) pinBase() error {
 	return p.writeCheckpoint(p.checkpointNow())
 }
 
+// appliedEnd is the last Raft index applied and the log end it left,
+// read together.
+func (p *Partition) appliedEnd() (index uint64, end int64) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	return p.applied, p.log.EndOffset()
+}
+
 // checkpointNow is what a checkpoint written now holds; p.appendMu is
 // held.
 func (p *Partition) checkpointNow() checkpoint {

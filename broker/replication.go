@@ -188,6 +188,7 @@ func (rs *Replicas) openReplica(t *Topic, index int32, cp controller.Partition, 
 		return nil, fmt.Errorf("recover %s/%d: %w", t.Name(), index, err)
 	}
 	p.pull = func(from, upTo int64) (recordChunk, error) { return rs.pullRecords(p, from, upTo) }
+	p.writes.applied, p.writes.logStart = p.appliedEnd, p.log.LogStartOffset
 
 	cfg := raft.Config{
 		Group: partitionGroupName(t.ID(), index), NodeID: strconv.Itoa(int(rs.node.NodeID)), Dir: rs.raftDir(),
@@ -203,7 +204,8 @@ func (rs *Replicas) openReplica(t *Topic, index int32, cp controller.Partition, 
 		CommitTimeout:            partitionCommitTimeout,
 		// A connection's pipelined produce requests queue while the
 		// leader writes, and share its next write and fsync.
-		BatchApply: true,
+		BatchApply:  true,
+		LogObserver: &p.writes,
 	}
 	if cfg.SnapshotThreshold == 0 {
 		cfg.SnapshotThreshold = 1024
@@ -605,7 +607,23 @@ func (p *Partition) propose(ctx context.Context, entry []byte) (proposedEntry, e
 // ended first, leadership was lost) may still be written or applied, and
 // is left to the collector.
 func (pe proposedEntry) wait(ctx context.Context) (applyResult, error) {
-	resp, _, err := pe.prop.Wait(ctx)
+	return pe.waitOr(ctx, nil)
+}
+
+// waitOr is wait that a closed early ends first, with errAnsweredEarly:
+// the entry was answered from the leader's log (produce_acks.go), and is
+// left to the collector as its apply may still be under way.
+func (pe proposedEntry) waitOr(ctx context.Context, early <-chan struct{}) (applyResult, error) {
+	var resp any
+	var err error
+	if early == nil {
+		resp, _, err = pe.prop.Wait(ctx)
+	} else {
+		var answered bool
+		if resp, _, answered, err = pe.prop.WaitOr(ctx, early); answered {
+			return applyResult{}, errAnsweredEarly
+		}
+	}
 	if err != nil {
 		return applyResult{}, pe.p.replicationError(err)
 	}
@@ -618,6 +636,10 @@ func (pe proposedEntry) wait(ctx context.Context) (applyResult, error) {
 	}
 	return res, res.err
 }
+
+// errAnsweredEarly ends proposedEntry.wait for an entry answered before
+// its commit.
+var errAnsweredEarly = errors.New("answered from the leader's log")
 
 // replicationError is the Kafka error for an entry the group did not
 // commit.

@@ -9,10 +9,12 @@ package kafka
 //   - Consecutive produce requests on a connection are pipelined
 //     (pipeline.go): each is proposed as soon as it is read, responses go
 //     out in request order.
-//   - acks must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS). acks=-1 and
-//     acks=1 both answer once the batch is committed by the partition's
-//     Raft group (on a majority of replicas' disks) and applied on the
-//     leader; acks=0 sends no response. The request's timeout bounds the
+//   - acks must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS). acks=-1
+//     answers once the batch is committed by the partition's Raft group
+//     (on a majority of replicas' disks) and applied on the leader;
+//     acks=1 once it is fsynced in the leader's Raft log, for batches
+//     without a producer id (broker/produce_acks.go; others as acks=-1);
+//     acks=0 sends no response. The request's timeout bounds the
 //     wait (REQUEST_TIMED_OUT). Partitions of one request are replicated
 //     concurrently.
 //   - A broker that does not lead a partition answers

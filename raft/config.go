@@ -82,6 +82,10 @@ type Config struct {
 	// Raft does not call Restore at start (for FSMs that are durable logs).
 	NoSnapshotRestoreOnStart bool
 
+	// LogObserver, when set, is told of every write to and truncation
+	// of the group's log on this node (observed_log.go).
+	LogObserver LogObserver
+
 	// TransportTimeout bounds one RPC on the node's shared transport
 	// (InstallSnapshot scales it). Default 10 s.
 	TransportTimeout time.Duration

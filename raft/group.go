@@ -101,7 +101,11 @@ func (m *Mux) Start(cfg Config) (*Group, error) {
 		g.trans.Close()
 		return nil, err
 	}
-	g.raft, err = hraft.NewRaft(rc, smAdapter{cfg.StateMachine}, g.store.log, g.store.log, g.store.snaps, g.trans)
+	var logs hraft.LogStore = g.store.log
+	if cfg.LogObserver != nil {
+		logs = observedLog{GroupStore: g.store.log, obs: cfg.LogObserver}
+	}
+	g.raft, err = hraft.NewRaft(rc, smAdapter{cfg.StateMachine}, logs, g.store.log, g.store.snaps, g.trans)
 	if err != nil {
 		g.trans.Close()
 		return nil, fmt.Errorf("raft: starting group %s: %w", cfg.Group, err)
@@ -267,6 +271,26 @@ func (p Proposal) Wait(ctx context.Context) (response any, index uint64, err err
 	}
 	p.g.mux.metrics.observeCommit(p.g.class, time.Since(p.start))
 	return p.f.Response(), p.f.Index(), nil
+}
+
+// WaitOr is Wait that returns early, with early true and nothing else,
+// once ready is closed: its owner learned what it was waiting for before
+// the commit (LogObserver). The proposal goes on regardless.
+func (p Proposal) WaitOr(ctx context.Context, ready <-chan struct{}) (response any, index uint64, early bool, err error) {
+	ch := make(chan error, 1)
+	go func() { ch <- p.f.Error() }()
+	select {
+	case err := <-ch:
+		if err != nil {
+			return nil, 0, false, p.g.translate(err)
+		}
+		p.g.mux.metrics.observeCommit(p.g.class, time.Since(p.start))
+		return p.f.Response(), p.f.Index(), false, nil
+	case <-ready:
+		return nil, 0, true, nil
+	case <-ctx.Done():
+		return nil, 0, false, ctx.Err()
+	}
 }
 
 // Barrier returns once every entry committed before it has been applied to
