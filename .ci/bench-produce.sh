@@ -19,6 +19,9 @@
 #   java-100rps     the same with acks=all at 100 records/s (one record per
 #                   10 ms, a lone producer's latency), JAVA_SLOW_RECORDS
 #                   records
+#   java-100rps-acks1  the same with acks=1: the latency of a batch
+#                   answered once it is on the leader's disk (weir) or in
+#                   its page cache (Kafka), not on a majority
 #   weirctl-10x100  PRODUCERS concurrent weirctl bench produce processes,
 #                   acks=all, one topic of PARTITIONS_MANY partitions,
 #                   GO_RECORDS records between them (the name follows
@@ -65,7 +68,7 @@
 #
 # Environment (all optional):
 #   SYSTEMS ("weir kafka": either or both)  SETUPS ("single cluster")
-#   WORKLOADS (all six, in the order above; a subset by name)
+#   WORKLOADS (all of the above, in that order; a subset by name)
 #   RECORD_SIZE (1024)  JAVA_RECORDS (500000)  JAVA_FIXED_RECORDS (1000000)
 #   JAVA_SLOW_RECORDS (6000): the fixed-rate runs last about a minute each,
 #     so that the Java client's own start (its first records wait ~0.2 s
@@ -118,7 +121,7 @@ out=${OUT_DIR:-${TMPDIR:-/tmp}/weir-bench-produce-$(date +%Y%m%d-%H%M%S)}
 many="weirctl-${producers}x${partitions_many}"
 fixed="java-${fixed_mbps}mbs"
 txn_workloads=$(for n in $txn_sizes; do printf 'weirctl-txn%s ' "$n"; done)
-all_workloads="java-acks-all java-acks-1 $fixed java-100rps $many weirctl-1x1 ${txn_workloads% }"
+all_workloads="java-acks-all java-acks-1 $fixed java-100rps java-100rps-acks1 $many weirctl-1x1 ${txn_workloads% }"
 workloads=${WORKLOADS:-$all_workloads}
 
 say() { echo "bench-produce: $*"; }
@@ -535,6 +538,11 @@ run_workload() {
 	java-100rps)
 		expected=$java_slow_records
 		java_producer "$d" "$w" "$topic" "$java_slow_records" all 100 || rc=$?
+		files=("$d/$w.out")
+		;;
+	java-100rps-acks1)
+		expected=$java_slow_records
+		java_producer "$d" "$w" "$topic" "$java_slow_records" 1 100 || rc=$?
 		files=("$d/$w.out")
 		;;
 	"$many")

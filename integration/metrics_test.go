@@ -143,7 +143,7 @@ func TestMetricsCluster(t *testing.T) {
 		"weir_kafka_topic_bytes_in_total", "weir_kafka_topic_bytes_out_total", "weir_kafka_topic_records_in_total",
 		"weir_partitions", "weir_partition_leaders", "weir_under_replicated_partitions", "weir_offline_partitions",
 		"weir_cluster_config_version", "weir_group_rebalances_total",
-		"weir_raft_applied_index", "weir_raft_commit_index", "weir_raft_is_leader", "weir_raft_leader_changes_total",
+		"weir_raft_applied_index", "weir_raft_commit_index", "weir_raft_last_index", "weir_raft_is_leader", "weir_raft_leader_changes_total",
 		"weir_raft_commit_latency_seconds", "weir_raft_mux_connections_total",
 		"weir_raft_rpc_calls_total", "weir_raft_rpc_call_duration_seconds", "weir_raft_rpc_handled_total",
 		"weir_raft_groups", "weir_raft_transport_frames_total", "weir_raft_transport_bytes_total",

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -240,7 +242,7 @@ func waitLogsConverge(t testing.TB, bs []*Broker, topic string, id [16]byte, n i
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("replica logs of %s did not converge within %v: %s", topic, timeout, cur)
+			t.Fatalf("replica logs of %s did not converge within %v: %s\nRaft state of its groups:\n%s", topic, timeout, cur, raftStateOf(bs, id))
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
@@ -420,4 +422,38 @@ func raftSnapshots(groupDir string) ([]uint64, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// raftStateOf lists, for each running broker, the Raft indexes of the
+// groups of topic id as its /metrics reports them (last, commit, applied,
+// leader): what tells a replica lacking entries from one lacking their
+// commit. Errors are reported in the text, not failed on.
+func raftStateOf(bs []*Broker, id [16]byte) string {
+	prefix := `group="p-` + base64.RawURLEncoding.EncodeToString(id[:]) + "-"
+	var out strings.Builder
+	for _, b := range bs {
+		if !b.Running() {
+			fmt.Fprintf(&out, "  node %d: not running\n", b.NodeID)
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.AdminAddr+"/metrics", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			cancel()
+			fmt.Fprintf(&out, "  node %d: %v\n", b.NodeID, err)
+			continue
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+		resp.Body.Close()
+		cancel()
+		for _, line := range strings.Split(string(body), "\n") {
+			for _, m := range []string{"weir_raft_last_index{", "weir_raft_commit_index{", "weir_raft_applied_index{", "weir_raft_is_leader{"} {
+				if strings.HasPrefix(line, m) && strings.Contains(line, prefix) {
+					fmt.Fprintf(&out, "  node %d: %s\n", b.NodeID, line)
+				}
+			}
+		}
+	}
+	return out.String()
 }

@@ -138,6 +138,7 @@
 //	weir_raft_commit_latency_seconds{class}       Apply → applied on the leader
 //	weir_raft_applied_index{group}                read from raft at scrape time
 //	weir_raft_commit_index{group}                 read from raft at scrape time
+//	weir_raft_last_index{group}                   read from raft at scrape time
 //	weir_raft_is_leader{group}                    read from raft at scrape time
 //	weir_raft_mux_connections_total{result,reason} accepted / rejected
 //	                                              (bad_header, unknown_group, closed)

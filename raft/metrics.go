@@ -78,6 +78,7 @@ func (met *metrics) unregister() {
 type stateCollector struct {
 	mux                     *Mux
 	applied, commit, leader *prometheus.Desc
+	last                    *prometheus.Desc
 	leaderChanges           *prometheus.Desc
 	groups                  *prometheus.Desc
 }
@@ -89,6 +90,8 @@ func newStateCollector(m *Mux) *stateCollector {
 			"Last Raft index applied to the group's state machine on this node.", []string{"group"}, nil),
 		commit: prometheus.NewDesc("weir_raft_commit_index",
 			"Last Raft index this node knows to be committed in the group.", []string{"group"}, nil),
+		last: prometheus.NewDesc("weir_raft_last_index",
+			"Last Raft index in the group's log (or snapshot) on this node; above the commit index by what this node holds uncommitted.", []string{"group"}, nil),
 		leader: prometheus.NewDesc("weir_raft_is_leader",
 			"1 if this node leads the group.", []string{"group"}, nil),
 		leaderChanges: prometheus.NewDesc("weir_raft_leader_changes_total",
@@ -101,6 +104,7 @@ func newStateCollector(m *Mux) *stateCollector {
 func (s *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- s.applied
 	ch <- s.commit
+	ch <- s.last
 	ch <- s.leader
 	ch <- s.leaderChanges
 	ch <- s.groups
@@ -130,6 +134,7 @@ func (s *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(a, prometheus.GaugeValue, float64(g.raft.AppliedIndex()), g.name)
 		ch <- prometheus.MustNewConstMetric(c, prometheus.GaugeValue, float64(g.raft.CommitIndex()), g.name)
+		ch <- prometheus.MustNewConstMetric(s.last, prometheus.GaugeValue, float64(g.raft.LastIndex()), g.name)
 		ch <- prometheus.MustNewConstMetric(l, prometheus.GaugeValue, leader, g.name)
 		ch <- prometheus.MustNewConstMetric(s.leaderChanges, prometheus.CounterValue, float64(g.leaderChanges.Load()), g.name)
 	}
