@@ -30,6 +30,30 @@ type ProduceOptions struct {
 	// its coordinator's verification is TRANSACTION_ABORTABLE from v11,
 	// INVALID_TXN_STATE before.
 	Version int16
+	// Entry, when set, is the buffer from ProduceBuffer that records was
+	// read into (records is Entry[EntryHeadroom:]): the batch's Raft
+	// entry is built in it in place instead of in a copy. StartProduce
+	// takes it, whatever its outcome.
+	Entry []byte
+}
+
+// EntryHeadroom is how many bytes a produced batch's Raft entry holds
+// before the records: ProduceBuffer's buffers leave them free.
+const EntryHeadroom = entryHeaderLen
+
+// ProduceBuffer returns a buffer for n bytes of records read straight
+// from a produce request, at [EntryHeadroom:]; it goes to StartProduce as
+// ProduceOptions.Entry, or back with ReleaseProduceBuffer. Reading the
+// records there saves copying every produced byte once more into its
+// Raft entry (docs/replication.md, "Copies of the record bytes").
+func (pp *ProducePath) ProduceBuffer(n int) []byte {
+	return pp.entries.Get(EntryHeadroom + n)
+}
+
+// ReleaseProduceBuffer takes back a ProduceBuffer that StartProduce was
+// not given.
+func (pp *ProducePath) ReleaseProduceBuffer(buf []byte) {
+	pp.entries.Recycle(buf)
 }
 
 // ProducePath is how records are written: checking a produced batch
@@ -129,10 +153,21 @@ type PendingAppend struct {
 // previous one waits (pipelining) and the idempotence checks, made when
 // each batch is applied, see them in request order. records is copied
 // before StartProduce returns.
-func (pp *ProducePath) StartProduce(ctx context.Context, topic string, partition int32, records []byte, opts ProduceOptions) (PendingAppend, error) {
+func (pp *ProducePath) StartProduce(ctx context.Context, topic string, partition int32, records []byte, opts ProduceOptions) (_ PendingAppend, err error) {
+	if owned := opts.Entry; owned != nil {
+		defer func() {
+			// Not in the proposed entry (refused, or re-encoded into
+			// another buffer): nothing else holds it.
+			if err != nil || opts.Entry == nil {
+				pp.entries.Recycle(owned)
+			}
+		}()
+		if len(owned) != EntryHeadroom+len(records) || len(records) == 0 || &owned[EntryHeadroom] != &records[0] {
+			opts.Entry = nil // not records' buffer: copy as usual
+		}
+	}
 	t := pp.topic(topic)
 	if t == nil {
-		var err error
 		if t, err = pp.autoCreate(topic); err != nil {
 			return PendingAppend{}, err
 		}
@@ -165,14 +200,26 @@ func (pp *ProducePath) StartProduce(ctx context.Context, topic string, partition
 	if seg := settings.segmentBytes; int64(len(records)) > seg {
 		return PendingAppend{}, fmt.Errorf("%w: %d bytes is above segment.bytes %d", kerr.RecordListTooLarge, len(records), seg)
 	}
-	if records, err = pp.checkRecords(t.Name(), partition, records, headers[0], settings); err != nil {
+	checked, err := pp.checkRecords(t.Name(), partition, records, headers[0], settings)
+	if err != nil {
 		return PendingAppend{}, err
 	}
+	if len(checked) != len(records) || &checked[0] != &records[0] {
+		opts.Entry = nil // re-encoded: the entry is built from the new batch
+	}
+	records = checked
 	var logAppendTime int64
 	if settings.logAppendTime {
 		logAppendTime = pp.now().UnixMilli()
 	}
-	data, recycle := pp.newAppendEntry(logAppendTime, records)
+	var data []byte
+	var recycle *memory.Buffers
+	if opts.Entry != nil {
+		data, recycle = opts.Entry, pp.entries
+		putAppendHeader(data, logAppendTime)
+	} else {
+		data, recycle = pp.newAppendEntry(logAppendTime, records)
+	}
 	h := headers[0]
 	var early *leaderWrite
 	if opts.Acks == 1 && h.ProducerID < 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/weir-broker/weir/broker"
 	"github.com/weir-broker/weir/broker/group"
 	"github.com/weir-broker/weir/broker/memory"
 )
@@ -44,7 +45,7 @@ type clientConn struct {
 	nc     net.Conn
 	ctx    context.Context
 	cancel context.CancelFunc
-	frames chan []byte // each holds its size in the request pool until handled
+	frames chan queuedFrame // each holds its size in the request pool until handled
 	logger *slog.Logger
 
 	closeOnce sync.Once
@@ -93,7 +94,7 @@ func newListenerConn(s *Server, nc net.Conn, l *Listener) *clientConn {
 		// the reader holds until there is room. Pipelining clients keep
 		// several requests in flight, and reading them ahead overlaps
 		// socket reads with handling.
-		frames: make(chan []byte, s.opts.ConnectionMaxInflightRequests-2),
+		frames: make(chan queuedFrame, s.opts.ConnectionMaxInflightRequests-2),
 		logger: s.logger.With("remote", nc.RemoteAddr().String(), "listener", l.Name),
 	}
 }
@@ -125,8 +126,9 @@ func (c *clientConn) serve() {
 	// back too; closing first ends the reader, which closes frames.
 	defer func() {
 		c.close()
-		for frame := range c.frames {
-			c.s.pool.Release(int64(len(frame)))
+		for rf := range c.frames {
+			c.s.pool.Release(int64(rf.size))
+			rf.split.release(c.s.records)
 		}
 		// A fetch whose response was never written (a handler that
 		// failed) gives its bytes back to the fetch budget too.
@@ -153,7 +155,7 @@ func (c *clientConn) serve() {
 		if len(c.pending) > 0 {
 			oldest = c.pending[0].done
 		}
-		var frame []byte
+		var rf queuedFrame
 		var ok bool
 		select {
 		case <-unmuted:
@@ -167,7 +169,7 @@ func (c *clientConn) serve() {
 				return
 			}
 			continue
-		case frame, ok = <-frames:
+		case rf, ok = <-frames:
 		}
 		if !ok {
 			// The reader stopped: the requests it read are answered
@@ -175,10 +177,10 @@ func (c *clientConn) serve() {
 			c.closing(c.answerPending())
 			return
 		}
-		err := c.handle(frame)
-		c.s.pool.Release(int64(len(frame)))
-		if recyclableFrame(frame) {
-			c.s.frames.put(frame)
+		err := c.handleFrame(rf.b, rf.size, rf.split)
+		c.s.pool.Release(int64(rf.size))
+		if recyclableFrame(rf.b) {
+			c.s.frames.put(rf.b)
 		}
 		if err != nil {
 			c.closing(errors.Join(c.answerPending(), err))
@@ -232,20 +234,41 @@ func (c *clientConn) readLoop() {
 			}
 			return
 		}
-		frame := c.s.frames.get(int(n))
-		if _, err := io.ReadFull(r, frame); err != nil {
+		rf, err := c.readFrame(r, int(n))
+		if err != nil {
 			c.s.pool.Release(int64(n))
+			if errors.Is(err, errMalformedProduce) {
+				// Like any malformed request: the ones read before it
+				// are answered first, then serve closes.
+				c.logger.Info("closing connection", "err", err)
+				return
+			}
 			c.close()
 			return
 		}
 		c.s.metrics.bytesIn.Add(float64(4 + n))
 		select {
-		case c.frames <- frame:
+		case c.frames <- rf:
 		case <-c.ctx.Done():
 			c.s.pool.Release(int64(n))
+			rf.split.release(c.s.records)
 			return
 		}
 	}
+}
+
+// readFrame reads a request frame of n bytes, its size prefix read: a
+// large produce request as it is parsed, its large record sets into
+// buffers of their own (produce_frame.go), any other whole.
+func (c *clientConn) readFrame(r *bufio.Reader, n int) (queuedFrame, error) {
+	rf := queuedFrame{b: c.s.frames.get(n), size: n}
+	if splitProduceFrame(r, n) {
+		var err error
+		rf.b, rf.split, err = readProduceFrame(r, n, rf.b, broker.EntryHeadroom, c.s.records.ProduceBuffer, c.s.records.ReleaseProduceBuffer)
+		return rf, err
+	}
+	_, err := io.ReadFull(r, rf.b)
+	return rf, err
 }
 
 // requestHeader is the part of a request before its body (the client ID
@@ -284,8 +307,43 @@ func (c *clientConn) request(key int16) kmsg.Request {
 	return kmsg.RequestForKey(key)
 }
 
+// queuedFrame is a request as the reader hands it over: its frame, the
+// bytes it holds in the request pool, and for a produce request read as
+// it was parsed, its record sets read outside the frame
+// (produce_frame.go).
+type queuedFrame struct {
+	b     []byte
+	size  int
+	split *splitProduce
+}
+
+// splitProduceFrame reports whether the frame of n bytes r is about to
+// give is a produce request worth reading as it is parsed.
+func splitProduceFrame(r *bufio.Reader, n int) bool {
+	if n < splitFrameMin {
+		return false
+	}
+	h, err := r.Peek(4)
+	if err != nil {
+		return false
+	}
+	key, version := int16(binary.BigEndian.Uint16(h)), int16(binary.BigEndian.Uint16(h[2:]))
+	return key == produceKey && version >= 3 && version <= 13
+}
+
 // handle answers one frame; an error closes the connection.
-func (c *clientConn) handle(frame []byte) (err error) {
+func (c *clientConn) handle(frame []byte) error {
+	return c.handleFrame(frame, len(frame), nil)
+}
+
+// handleFrame is handle for a frame that holds size bytes of the request
+// pool and may have record sets outside it (split).
+func (c *clientConn) handleFrame(frame []byte, size int, split *splitProduce) (err error) {
+	if split != nil {
+		// Handed to the produce path once the request is decoded;
+		// released here if it never gets there.
+		defer func() { split.release(c.s.records) }()
+	}
 	start := time.Now()
 	r := kbin.Reader{Src: frame}
 	h := requestHeader{key: r.Int16(), version: r.Int16(), correlationID: r.Int32()}
@@ -334,7 +392,12 @@ func (c *clientConn) handle(frame []byte) (err error) {
 	}
 	c.reqQuotas = c.s.quota.quotasFor(c)
 	if h.key == produceKey {
-		return c.pipelineProduce(h, api, req.(*kmsg.ProduceRequest), start, len(frame))
+		preq := req.(*kmsg.ProduceRequest)
+		entries, err := split.restore(preq)
+		if err != nil {
+			return err
+		}
+		return c.pipelineProduce(h, api, preq, entries, start, size)
 	}
 	var handlerStart time.Time
 	if c.reqQuotas != nil {

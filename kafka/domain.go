@@ -57,6 +57,7 @@ type topicAdmin interface {
 // ListOffsets, DescribeProducers.
 type records interface {
 	StartProduce(ctx context.Context, topic string, partition int32, records []byte, opts broker.ProduceOptions) (broker.PendingAppend, error)
+	produceBuffers
 	InitProducerID() (id int64, epoch int16, err error)
 	Fetch(ctx context.Context, req *broker.FetchRequest, out []broker.FetchResult)
 	ListOffset(p *broker.Partition, timestamp int64, isolation int8) (offset, ts int64, epoch int32, err error)

@@ -47,7 +47,7 @@ type pendingResponse struct {
 
 // pipelineProduce starts a produce request and queues its response; a
 // panic while starting it is a bug, logged, and costs the connection.
-func (c *clientConn) pipelineProduce(h requestHeader, a api, req *kmsg.ProduceRequest, start time.Time, size int) (err error) {
+func (c *clientConn) pipelineProduce(h requestHeader, a api, req *kmsg.ProduceRequest, entries [][]byte, start time.Time, size int) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.logger.Error("handler panicked", "api", a.name, "version", req.GetVersion(), "panic", p, "stack", string(debug.Stack()))
@@ -58,7 +58,7 @@ func (c *clientConn) pipelineProduce(h requestHeader, a api, req *kmsg.ProduceRe
 	if c.reqQuotas != nil {
 		handlerStart = time.Now()
 	}
-	resp, done := c.s.startProduce(c, req)
+	resp, done := c.s.startProduce(c, req, entries)
 	pr := pendingResponse{h: h, api: a, start: start, done: done}
 	if c.reqQuotas != nil {
 		pr.mute = c.produceQuota(resp, size, time.Since(handlerStart))

@@ -75,7 +75,7 @@ import (
 // instead, to pipeline.
 func (s *Server) handleProduce(c *clientConn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ProduceRequest)
-	resp, done := s.startProduce(c, req)
+	resp, done := s.startProduce(c, req, nil)
 	<-done
 	if req.Acks == 0 {
 		return nil, nil
@@ -86,8 +86,12 @@ func (s *Server) handleProduce(c *clientConn, kreq kmsg.Request) (kmsg.Response,
 // startProduce checks the request and proposes each partition's batch to
 // its Raft group, in request order, and returns the response with a
 // channel closed once every partition has its outcome. Nothing of req is
-// used after it returns (the frame it was read from is reused).
-func (s *Server) startProduce(c *clientConn, req *kmsg.ProduceRequest) (*kmsg.ProduceResponse, <-chan struct{}) {
+// used after it returns (the frame it was read from is reused). entries,
+// for a request read with its record sets outside the frame
+// (produce_frame.go), are their buffers per partition in request order
+// (nil where a record set stayed in the frame); each goes to the produce
+// path with its batch, or back to it.
+func (s *Server) startProduce(c *clientConn, req *kmsg.ProduceRequest, entries [][]byte) (*kmsg.ProduceResponse, <-chan struct{}) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	auth := c.authorizer()
 	var reqErr error
@@ -111,6 +115,7 @@ func (s *Server) startProduce(c *clientConn, req *kmsg.ProduceRequest) (*kmsg.Pr
 	version := req.Version
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	var jobs []produceJob
+	k := 0 // the partition's place in the request, for entries
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		st := &resp.Topics[i]
@@ -132,16 +137,30 @@ func (s *Server) startProduce(c *clientConn, req *kmsg.ProduceRequest) (*kmsg.Pr
 			*sp = kmsg.NewProduceResponseTopicPartition()
 			rp := &rt.Partitions[j]
 			sp.Partition = rp.Partition
+			var entry []byte
+			if entries != nil {
+				entry = entries[k]
+			}
+			k++
 			if topicErr != nil {
+				if entry != nil {
+					s.records.ReleaseProduceBuffer(entry)
+				}
 				s.produceFailed(c, version, name, sp, topicErr)
 				continue
 			}
-			pending, err := s.records.StartProduce(ctx, name, rp.Partition, rp.Records, opts)
+			// Counted before the batch is proposed: from then on its
+			// bytes may be Raft's (the apply stamps offsets into them).
+			job := produceJob{name: name, resp: sp, bytes: len(rp.Records), records: batchRecords(rp.Records)}
+			popts := opts
+			popts.Entry = entry
+			pending, err := s.records.StartProduce(ctx, name, rp.Partition, rp.Records, popts)
 			if err != nil {
 				s.produceFailed(c, version, name, sp, err)
 				continue
 			}
-			jobs = append(jobs, produceJob{name: name, resp: sp, pending: pending, bytes: len(rp.Records), records: batchRecords(rp.Records)})
+			job.pending = pending
+			jobs = append(jobs, job)
 		}
 	}
 	done := make(chan struct{})
