@@ -261,12 +261,15 @@ func (c *clientConn) readLoop() {
 // large produce request as it is parsed, its large record sets into
 // buffers of their own (produce_frame.go), any other whole.
 func (c *clientConn) readFrame(r *bufio.Reader, n int) (queuedFrame, error) {
-	rf := queuedFrame{b: c.s.frames.get(n), size: n}
+	rf := queuedFrame{size: n}
 	if splitProduceFrame(r, n) {
+		// What stays in the frame is mostly small: it grows past this
+		// only for many small record sets.
 		var err error
-		rf.b, rf.split, err = readProduceFrame(r, n, rf.b, broker.EntryHeadroom, c.s.records.ProduceBuffer, c.s.records.ReleaseProduceBuffer)
+		rf.b, rf.split, err = readProduceFrame(r, n, c.s.frames.get(min(n, splitFrameStart)), broker.EntryHeadroom, c.s.records.ProduceBuffer, c.s.records.ReleaseProduceBuffer)
 		return rf, err
 	}
+	rf.b = c.s.frames.get(n)
 	_, err := io.ReadFull(r, rf.b)
 	return rf, err
 }

@@ -7,7 +7,8 @@ import (
 
 // Request frames are recycled for the APIs whose handlers keep nothing of
 // the frame once they return (Produce copies its records into the
-// replicated entry; Fetch decodes only numbers and strings, which kmsg
+// replicated entry, the large ones having been read outside the frame
+// already: produce_frame.go; Fetch decodes only numbers and strings, which kmsg
 // copies). Producers and tailing consumers send one of these per batch or
 // poll, so allocating each frame afresh is most of what a busy
 // connection costs the garbage collector. Other APIs' frames may be held

@@ -38,6 +38,8 @@ const (
 	// splitRecordsMin is the smallest record set read into a buffer of
 	// its own: a smaller one costs less to copy than the buffer.
 	splitRecordsMin = 4 << 10
+	// splitFrameStart is the frame a split produce request starts with.
+	splitFrameStart = 16 << 10
 	// produceFlexible is the first flexible Produce version.
 	produceFlexible = 9
 	// produceTopicIDs is the first Produce version naming topics by id.
@@ -171,7 +173,7 @@ func (f *frameReader) count(flexible bool, minSize int, what string) int {
 }
 
 // readProduceFrame reads a produce request of n bytes, the size prefix
-// already read, from r into frame (which must have room for n bytes),
+// already read, from r into frame (grown when it has too little room),
 // reading each record set of splitRecordsMin bytes or more into a buffer
 // from alloc instead (records at [headroom:]). On an error nothing from
 // alloc is kept: release has them back.
