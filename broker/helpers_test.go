@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/weir-broker/weir/config"
+	"github.com/weir-broker/weir/log"
 	"github.com/weir-broker/weir/log/logtest"
 )
 
@@ -51,5 +52,30 @@ func wantCode(t testing.TB, err error, want *kerr.Error) {
 	t.Helper()
 	if !errors.Is(err, want) {
 		t.Fatalf("got error %v, want %s", err, want.Message)
+	}
+}
+
+// forEachLogRecord calls fn with every record of p's log, in order.
+func forEachLogRecord(t testing.TB, p *Partition, fn func(log.Record)) {
+	t.Helper()
+	for off := int64(0); off < p.log.EndOffset(); {
+		data, err := p.log.Read(off, 1<<20, log.Obligatory, p.log.EndOffset())
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs, err := log.ValidateStored(data)
+		if err != nil || len(hs) == 0 {
+			t.Fatalf("read at %d: %d batches, %v", off, len(hs), err)
+		}
+		for _, h := range hs {
+			if err := log.ForEachRecord(data[:h.Size()], func(r log.Record) bool {
+				fn(r)
+				return true
+			}); err != nil {
+				t.Fatal(err)
+			}
+			data = data[h.Size():]
+			off = h.LastOffset() + 1
+		}
 	}
 }

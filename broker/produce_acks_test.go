@@ -205,29 +205,12 @@ func TestProduceAcksOneOffsets(t *testing.T) {
 		t.Fatal(err)
 	}
 	read := 0
-	for off := int64(0); off < p.log.EndOffset(); {
-		data, err := p.log.Read(off, 1<<20, log.Obligatory, p.log.EndOffset())
-		if err != nil {
-			t.Fatal(err)
+	forEachLogRecord(t, p, func(r log.Record) {
+		read++
+		if want, ok := offsetOf[string(r.Key)]; !ok || want != r.Offset {
+			t.Errorf("record %s at offset %d was answered with offset %d (answered: %v)", r.Key, r.Offset, want, ok)
 		}
-		hs, err := log.ValidateStored(data)
-		if err != nil || len(hs) == 0 {
-			t.Fatalf("read at %d: %d batches, %v", off, len(hs), err)
-		}
-		for _, h := range hs {
-			if err := log.ForEachRecord(data[:h.Size()], func(r log.Record) bool {
-				read++
-				if want, ok := offsetOf[string(r.Key)]; !ok || want != r.Offset {
-					t.Errorf("record %s at offset %d was answered with offset %d (answered: %v)", r.Key, r.Offset, want, ok)
-				}
-				return true
-			}); err != nil {
-				t.Fatal(err)
-			}
-			data = data[h.Size():]
-			off = h.LastOffset() + 1
-		}
-	}
+	})
 	if read != producers*batches*perBatch {
 		t.Fatalf("read %d records, want %d", read, producers*batches*perBatch)
 	}

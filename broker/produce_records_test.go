@@ -347,26 +347,7 @@ func TestProducedEntriesRecycled(t *testing.T) {
 		t.Fatalf("%d entries taken from the free list, want at least %d", reused, (rounds-1)*inFlight)
 	}
 	got := map[string]string{}
-	for off := int64(0); off < p.log.EndOffset(); {
-		data, err := p.log.Read(off, 1<<20, log.Obligatory, p.log.EndOffset())
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs, err := log.ValidateStored(data)
-		if err != nil || len(hs) == 0 {
-			t.Fatalf("read at %d: %d batches, %v", off, len(hs), err)
-		}
-		for _, h := range hs {
-			if err := log.ForEachRecord(data[:h.Size()], func(r log.Record) bool {
-				got[string(r.Key)] = string(r.Value)
-				return true
-			}); err != nil {
-				t.Fatal(err)
-			}
-			data = data[h.Size():]
-			off = h.LastOffset() + 1
-		}
-	}
+	forEachLogRecord(t, p, func(r log.Record) { got[string(r.Key)] = string(r.Value) })
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("read back %d records, want %d; records differ from what was produced", len(got), len(want))
 	}
