@@ -161,6 +161,7 @@ func TestLeaderWritesIdle(t *testing.T) {
 // under -race this is also the observer against the apply.
 func TestProduceAcksOneOffsets(t *testing.T) {
 	b := openTestBroker(t, t.TempDir())
+	b.acksOneSolo = true // one broker: its sole replicas answer at commit otherwise
 	p := mustCreate(t, b, "acks1", 1, nil).Partition(0)
 	ctx := context.Background()
 	const producers, batches, perBatch = 4, 100, 3
