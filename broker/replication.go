@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,12 +17,10 @@ import (
 
 	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/broker/group"
-	"github.com/weir-broker/weir/broker/memory"
 	"github.com/weir-broker/weir/broker/txn"
 	"github.com/weir-broker/weir/config"
 	"github.com/weir-broker/weir/log"
 	"github.com/weir-broker/weir/raft"
-	"os"
 )
 
 // Every partition is a Raft group over its replicas, named after the
@@ -565,96 +564,6 @@ func (p *Partition) checkLeaderEpoch(currentLeaderEpoch int32) error {
 		return fmt.Errorf("%w: %s/%d: leader epoch %d is older than the current %d", kerr.FencedLeaderEpoch, t.Name(), i, currentLeaderEpoch, epoch)
 	}
 	return nil
-}
-
-// replicate proposes an entry to the partition's group and waits until
-// it is committed and applied here: acknowledged writes are on a
-// majority's disks.
-func (p *Partition) replicate(ctx context.Context, entry []byte) (applyResult, error) {
-	pe, err := p.propose(ctx, entry)
-	if err != nil {
-		return applyResult{}, err
-	}
-	return pe.wait(ctx)
-}
-
-// proposedEntry is an entry in the partition group's log queue.
-type proposedEntry struct {
-	p    *Partition
-	prop raft.Proposal
-	// recycle, when set, takes the entry's buffer back once the entry
-	// was applied here (ProducePath.newAppendEntry).
-	recycle *memory.Buffers
-	data    []byte
-}
-
-// propose hands an entry to the partition's group without waiting for
-// its commit; entries proposed one after the other by one goroutine are
-// applied in that order.
-func (p *Partition) propose(ctx context.Context, entry []byte) (proposedEntry, error) {
-	prop, err := p.group.Propose(ctx, entry)
-	if err != nil {
-		return proposedEntry{}, p.replicationError(err)
-	}
-	return proposedEntry{p: p, prop: prop}, nil
-}
-
-// wait returns the entry's outcome once it is committed and applied here.
-// Once the apply here has returned, nothing holds the entry any more:
-// Raft's leader dropped it from its queue before the apply, its log store
-// wrote it before the commit, and its followers are sent entries read
-// back from that store. An entry whose outcome is unknown (the wait
-// ended first, leadership was lost) may still be written or applied, and
-// is left to the collector.
-func (pe proposedEntry) wait(ctx context.Context) (applyResult, error) {
-	return pe.waitOr(ctx, nil)
-}
-
-// waitOr is wait that a closed early ends first, with errAnsweredEarly:
-// the entry was answered from the leader's log (produce_acks.go), and is
-// left to the collector as its apply may still be under way.
-func (pe proposedEntry) waitOr(ctx context.Context, early <-chan struct{}) (applyResult, error) {
-	var resp any
-	var err error
-	if early == nil {
-		resp, _, err = pe.prop.Wait(ctx)
-	} else {
-		var answered bool
-		if resp, _, answered, err = pe.prop.WaitOr(ctx, early); answered {
-			return applyResult{}, errAnsweredEarly
-		}
-	}
-	if err != nil {
-		return applyResult{}, pe.p.replicationError(err)
-	}
-	if pe.recycle != nil {
-		pe.recycle.Recycle(pe.data)
-	}
-	res, ok := resp.(applyResult)
-	if !ok {
-		return applyResult{}, fmt.Errorf("%w: %s/%d: unexpected apply result %T", kerr.UnknownServerError, pe.p.topic.Name(), pe.p.Index, resp)
-	}
-	return res, res.err
-}
-
-// errAnsweredEarly ends proposedEntry.wait for an entry answered before
-// its commit.
-var errAnsweredEarly = errors.New("answered from the leader's log")
-
-// replicationError is the Kafka error for an entry the group did not
-// commit.
-func (p *Partition) replicationError(err error) error {
-	switch {
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrShutdown):
-		return fmt.Errorf("%w: %s/%d: %v", kerr.NotLeaderForPartition, p.topic.Name(), p.Index, err)
-	case errors.Is(err, raft.ErrLeadershipLost):
-		// It may still commit; the client's retry is recognised by its
-		// sequence numbers if it is idempotent.
-		return fmt.Errorf("%w: %s/%d: leadership lost before commit", kerr.NotLeaderForPartition, p.topic.Name(), p.Index)
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return fmt.Errorf("%w: %s/%d: not committed in time", kerr.RequestTimedOut, p.topic.Name(), p.Index)
-	}
-	return fmt.Errorf("%w: %s/%d: %v", kerr.KafkaStorageError, p.topic.Name(), p.Index, err)
 }
 
 // partitionReadRequest asks a replica for batches of its log.

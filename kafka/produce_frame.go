@@ -105,11 +105,9 @@ func (f *frameReader) int32(what string) int32 {
 }
 
 // uvarint reads an unsigned varint of at most 5 bytes (every length and
-// count in a Kafka request fits in 32 bits); keep false leaves it out of
-// out.
-func (f *frameReader) uvarint(what string, keep bool) uint64 {
+// count in a Kafka request fits in 32 bits).
+func (f *frameReader) uvarint(what string) uint64 {
 	var v uint64
-	start := len(f.out)
 	for i := 0; i < 5; i++ {
 		b := f.take(1, what)
 		if b == nil {
@@ -117,9 +115,6 @@ func (f *frameReader) uvarint(what string, keep bool) uint64 {
 		}
 		v |= uint64(b[0]&0x7f) << (7 * i)
 		if b[0] < 0x80 {
-			if !keep {
-				f.out = f.out[:start]
-			}
 			return v
 		}
 	}
@@ -131,7 +126,7 @@ func (f *frameReader) uvarint(what string, keep bool) uint64 {
 // null.
 func (f *frameReader) length(flexible bool, what string) int {
 	if flexible {
-		return int(f.uvarint(what, true)) - 1
+		return int(f.uvarint(what)) - 1
 	}
 	return int(f.int32(what))
 }
@@ -140,7 +135,7 @@ func (f *frameReader) length(flexible bool, what string) int {
 func (f *frameReader) stringField(flexible bool, what string) {
 	n := 0
 	if flexible {
-		n = int(f.uvarint(what, true)) - 1
+		n = int(f.uvarint(what)) - 1
 	} else {
 		n = int(f.int16(what))
 	}
@@ -151,10 +146,10 @@ func (f *frameReader) stringField(flexible bool, what string) {
 
 // tags reads a tagged-fields section.
 func (f *frameReader) tags() {
-	n := f.uvarint("tag count", true)
+	n := f.uvarint("tag count")
 	for i := uint64(0); i < n && f.err == nil; i++ {
-		f.uvarint("tag", true)
-		f.take(int(f.uvarint("tag size", true)), "tag")
+		f.uvarint("tag")
+		f.take(int(f.uvarint("tag size")), "tag")
 	}
 }
 
@@ -236,12 +231,7 @@ func readProduceFrame(r *bufio.Reader, n int, frame []byte, headroom int, alloc 
 // an empty record set in its place.
 func (f *frameReader) records(flexible bool, headroom int, alloc func(int) []byte) []byte {
 	start := len(f.out)
-	n := 0
-	if flexible {
-		n = int(f.uvarint("records length", true)) - 1
-	} else {
-		n = int(f.int32("records length"))
-	}
+	n := f.length(flexible, "records length")
 	if f.err != nil || n < splitRecordsMin {
 		if n > 0 {
 			f.take(n, "records")

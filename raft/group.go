@@ -266,31 +266,19 @@ func (g *Group) Propose(ctx context.Context, cmd []byte) (Proposal, error) {
 // Raft index once the proposal is committed and applied, or why it was
 // not; ctx bounds the wait (the command may still commit after it ends).
 func (p Proposal) Wait(ctx context.Context) (response any, index uint64, err error) {
-	if err := wait(ctx, p.f); err != nil {
-		return nil, 0, p.g.translate(err)
-	}
-	p.g.mux.metrics.observeCommit(p.g.class, time.Since(p.start))
-	return p.f.Response(), p.f.Index(), nil
+	response, index, _, err = p.WaitOr(ctx, nil)
+	return response, index, err
 }
 
 // WaitOr is Wait that returns early, with early true and nothing else,
 // once ready is closed: its owner learned what it was waiting for before
 // the commit (LogObserver). The proposal goes on regardless.
 func (p Proposal) WaitOr(ctx context.Context, ready <-chan struct{}) (response any, index uint64, early bool, err error) {
-	ch := make(chan error, 1)
-	go func() { ch <- p.f.Error() }()
-	select {
-	case err := <-ch:
-		if err != nil {
-			return nil, 0, false, p.g.translate(err)
-		}
-		p.g.mux.metrics.observeCommit(p.g.class, time.Since(p.start))
-		return p.f.Response(), p.f.Index(), false, nil
-	case <-ready:
-		return nil, 0, true, nil
-	case <-ctx.Done():
-		return nil, 0, false, ctx.Err()
+	if early, err = waitOr(ctx, p.f, ready); early || err != nil {
+		return nil, 0, early, p.g.translate(err)
 	}
+	p.g.mux.metrics.observeCommit(p.g.class, time.Since(p.start))
+	return p.f.Response(), p.f.Index(), false, nil
 }
 
 // Barrier returns once every entry committed before it has been applied to
@@ -443,15 +431,23 @@ func ctxTimeout(ctx context.Context) (time.Duration, error) {
 // wait waits for f or ctx. hashicorp's futures have no done channel, so a
 // cancellable wait costs a goroutine; a context that can't end doesn't.
 func wait(ctx context.Context, f hraft.Future) error {
-	if ctx.Done() == nil {
-		return f.Error()
+	_, err := waitOr(ctx, f, nil)
+	return err
+}
+
+// waitOr is wait that a closed ready ends first, with early true.
+func waitOr(ctx context.Context, f hraft.Future, ready <-chan struct{}) (early bool, err error) {
+	if ctx.Done() == nil && ready == nil {
+		return false, f.Error()
 	}
 	ch := make(chan error, 1)
 	go func() { ch <- f.Error() }()
 	select {
 	case err := <-ch:
-		return err
+		return false, err
+	case <-ready:
+		return true, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 }
