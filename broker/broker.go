@@ -157,6 +157,7 @@ func Open(opts Options) (*Broker, error) {
 	b.every(replicaProgressEvery, b.reportProgress)
 	b.every(replicaProgressEvery, b.maintainLeaders)
 	b.every(replicaProgressEvery, b.replaceDeadLeaders)
+	b.every(replicaProgressEvery, b.ctrl.replaceDeadLeader)
 	b.every(opts.RetentionCheckInterval, func() { b.EnforceRetention(context.Background()) })
 	b.startCleaner()
 	// Reads the coalescer retained for later fetches go once they aged,

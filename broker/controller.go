@@ -55,6 +55,8 @@ type controllerNode struct {
 
 	changed chan struct{} // a new view was applied; capacity 1
 
+	leaderless controllerLeaderless // replaceDeadLeader's, on its goroutine
+
 	mu         sync.Mutex
 	reconciled uint64        // index of the view the topic table reflects, by mu
 	progress   chan struct{} // closed and replaced when reconciled advances, by mu

@@ -1,10 +1,12 @@
 package broker
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/weir-broker/weir/broker/controller"
+	"github.com/weir-broker/weir/raft"
 )
 
 func TestDeadLeaderRules(t *testing.T) {
@@ -66,4 +68,43 @@ func TestDeadLeaderRules(t *testing.T) {
 			}
 		}
 	})
+	t.Run("refused process", func(t *testing.T) {
+		// Broker 3's session is still live, but nothing listens at its
+		// address any more: its process died a moment ago.
+		addrOf := func(id int32) (string, bool) { return fmt.Sprintf("127.0.0.1:%d", 9000+id), id >= 1 && id <= 3 }
+		asked := map[string]int{}
+		refused := func(addr string) bool { asked[addr]++; return addr == "127.0.0.1:9003" }
+		up := upBrokers(liveSet(1, 2, 3), self, addrOf, refused)
+		cp := controller.Partition{Replicas: []int32{3, 1, 2}, ISR: []int32{3, 1, 2}, Leader: 3}
+		if got, want := standingOrder(cp, up), []int32{1, 2}; !slices.Equal(got, want) {
+			t.Errorf("standing order with the dead preferred leader 3 still in session: %v, want %v (it first made every survivor wait)", got, want)
+		}
+		if !lastLeaderGone(cp, self, up, false) {
+			t.Error("a last leader whose process refuses connections is not gone")
+		}
+		for _, id := range []int32{1, 2, 3} {
+			up(id)
+		}
+		if asked["127.0.0.1:9003"] != 1 || asked["127.0.0.1:9002"] != 0 {
+			t.Errorf("transport asked %v: want each other broker once per sweep, never this one", asked)
+		}
+		if up(4) {
+			t.Error("a broker that is not live is up")
+		}
+	})
+}
+
+func TestControllerStandingOrder(t *testing.T) {
+	servers := []raft.Server{
+		{ID: "10", Addr: "127.0.0.1:9010", Voter: true},
+		{ID: "2", Addr: "127.0.0.1:9002", Voter: true},
+		{ID: "0", Addr: "127.0.0.1:9000", Voter: true},
+		{ID: "3", Addr: "127.0.0.1:9003", Voter: false},
+		{ID: "1", Addr: "127.0.0.1:9001", Voter: true},
+	}
+	refused := func(addr string) bool { return addr == "127.0.0.1:9000" || addr == "127.0.0.1:9002" }
+	// 0 led and is gone; 2 refuses too; 3 does not vote; 10 sorts after 1.
+	if got, want := controllerStandingOrder(servers, "0", refused), []string{"1", "10"}; !slices.Equal(got, want) {
+		t.Errorf("controllerStandingOrder = %v, want %v", got, want)
+	}
 }

@@ -149,8 +149,21 @@ func moveLeader(t testing.TB, bs []*Broker, topic string, cur replPartition) *Br
 		if err != nil {
 			return err
 		}
-		if r := res[topic][0]; r.Err != nil && !errors.Is(r.Err, kerr.ElectionNotNeeded) {
+		r := res[topic][0]
+		switch {
+		case r.Err == nil:
+			return nil
+		case !errors.Is(r.Err, kerr.ElectionNotNeeded):
 			return r.Err // the new preferred replica's progress has not reached its leader yet
+		}
+		// Not needed by a leader whose view does not have the new order
+		// yet, or because the new preferred replica leads already.
+		md, err := askMetadata(t, bs[0], topic)
+		if err != nil || len(md.Topics) != 1 || len(md.Topics[0].Partitions) != 1 {
+			return fmt.Errorf("metadata of %s: %v", topic, err)
+		}
+		if leader := md.Topics[0].Partitions[0].Leader; leader != target[0] {
+			return fmt.Errorf("election not needed, yet %s/0 is led by %d, not %d", topic, leader, target[0])
 		}
 		return nil
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-broker/weir/cmd/weirctl/internal/cli"
 )
@@ -183,8 +184,14 @@ type scaleCreateResult struct {
 	Brokers              []int32       `json:"brokers"`
 }
 
+// pollClientOpts make every poll of pollMetadata a fresh Metadata
+// request: kadm answers Metadata from the client's cache while it is
+// younger than MetadataMinAge (5 s by default), which hid a failover
+// that had finished for up to 5 s.
+func pollClientOpts() []kgo.Opt { return []kgo.Opt{kgo.MetadataMinAge(10 * time.Millisecond)} }
+
 func scaleCreate(ctx context.Context, g *cli.Options, topic string, o *scaleCreateOptions) (*scaleCreateResult, error) {
-	cl, err := g.NewClient()
+	cl, err := g.NewClient(pollClientOpts()...)
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +278,7 @@ type scaleWaitResult struct {
 }
 
 func scaleWait(ctx context.Context, g *cli.Options, o *scaleWaitOptions) (*scaleWaitResult, error) {
-	cl, err := g.NewClient()
+	cl, err := g.NewClient(pollClientOpts()...)
 	if err != nil {
 		return nil, err
 	}
