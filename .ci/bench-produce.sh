@@ -58,7 +58,11 @@
 # (/proc/PID/stat, in clock ticks of getconf CLK_TCK), read just before and
 # just after each workload's clients run; reported in CPU seconds and in
 # CPU milliseconds per MB acknowledged (MB = 2^20 bytes = records x
-# RECORD_SIZE). The clients run on the same machine and share its cores.
+# RECORD_SIZE). The clients run on the same machine and share its cores:
+# their CPU for the workload (user + system of the client processes, from
+# the shell's accounting of its children) is reported too, per MB, as
+# "client ms/MB", since on two cores a broker that costs its clients more
+# CPU leaves less for the rest.
 #
 # Kafka: .ci/kafka.sh fetches its jars with mvn once (cached) and runs three
 # combined broker+controller nodes, or one (KAFKA_NODES=1) for single, with
@@ -268,6 +272,20 @@ cpu_ticks() {
 	echo "$total"
 }
 
+# children_cpu_seconds BEFORE AFTER: the user + system CPU seconds of the
+# children this shell reaped between two `times` outputs (their second
+# line, "XmY.YYYs XmY.YYYs"): the clients of a workload, which it waits
+# for.
+children_cpu_seconds() {
+	python3 - "$1" "$2" <<'TIMES'
+import re, sys
+def secs(path):
+    line = open(path).read().splitlines()[1]
+    return sum(int(m) * 60 + float(s) for m, s in re.findall(r"(\d+)m([\d.]+)s", line))
+print("%.3f" % (secs(sys.argv[2]) - secs(sys.argv[1])))
+TIMES
+}
+
 # ---- reading and reporting (python) ----------------------------------------
 
 # py SUBCOMMAND ARGS...:
@@ -313,7 +331,7 @@ def weirctl(files):
         return r, "stopped by --duration (WORKLOAD_TIMEOUT less 10 s); partial figures in the workload's .json"
     return r, ("stopped by: " + ",".join(stopped)) if stopped else ""
 
-def result(path, kind, status, note, ticks, expected, *files):
+def result(path, kind, status, note, ticks, client_seconds, expected, *files):
     clk, size = int(os.environ["CLK"]), int(os.environ["RECORD_SIZE"])
     doc = {"status": status, "notes": [note] if note else []}
     if status in ("ok", "timeout", "failed"):
@@ -340,6 +358,10 @@ def result(path, kind, status, note, ticks, expected, *files):
                     doc["cpu_ms_per_mb"] = 1000 * doc["cpu_seconds"] / doc["mb"]
             else:
                 doc["notes"].append("broker CPU not read (a broker process is gone)")
+            if client_seconds != "":
+                doc["client_cpu_seconds"] = float(client_seconds)
+                if doc["mb"] > 0:
+                    doc["client_cpu_ms_per_mb"] = 1000 * doc["client_cpu_seconds"] / doc["mb"]
     json.dump(doc, open(path, "w"), indent=1)
 
 def fmt(v, nd=1):
@@ -356,7 +378,7 @@ def report(out):
         desc = {"single": "one broker, replication factor 1", "cluster": "three brokers, replication factor 3"}[setup]
         say("")
         say("== %s: %s" % (setup, desc))
-        rows, notes, res = [("workload", "system", "MB/s", "p50 ms", "p99 ms", "p99.9 ms", "broker CPU s", "CPU ms/MB")], [], {}
+        rows, notes, res = [("workload", "system", "MB/s", "p50 ms", "p99 ms", "p99.9 ms", "broker CPU s", "CPU ms/MB", "client ms/MB")], [], {}
         for w in p["workloads"]:
             for sys_ in p["systems"]:
                 f = os.path.join(out, setup, sys_, w + ".json")
@@ -370,10 +392,10 @@ def report(out):
                     notes.append("%s, %s: %s" % (w, sys_, n))
                 if d["status"] == "ok":
                     rows.append((w, sys_, fmt(d["mb_per_sec"], 2), fmt(d["p50_ms"]), fmt(d["p99_ms"]), fmt(d["p999_ms"]),
-                                 fmt(d.get("cpu_seconds"), 2), fmt(d.get("cpu_ms_per_mb"), 2)))
+                                 fmt(d.get("cpu_seconds"), 2), fmt(d.get("cpu_ms_per_mb"), 2), fmt(d.get("client_cpu_ms_per_mb"), 2)))
                 else:
                     status = {"timeout": "timed out (%ds)" % p["workload_timeout"]}.get(d["status"], d["status"])
-                    rows.append((w, sys_, status, "", "", "", "", ""))
+                    rows.append((w, sys_, status, "", "", "", "", "", ""))
         # A status row ("timed out", "skipped") spans the figures' columns.
         widths = [max(len(r[i]) for r in rows if i < 2 or r[3] != "" or r is rows[0]) for i in range(len(rows[0]))]
         for i, r in enumerate(rows):
@@ -391,7 +413,8 @@ def report(out):
                     continue
                 t = "%.2fx" % (a["mb_per_sec"] / b["mb_per_sec"]) if b.get("mb_per_sec") else "-"
                 c = "%.2fx" % (a["cpu_ms_per_mb"] / b["cpu_ms_per_mb"]) if a.get("cpu_ms_per_mb") and b.get("cpu_ms_per_mb") else "-"
-                ratios.append("  %s weir/Kafka throughput %s, CPU per MB %s" % ((w + ":").ljust(1 + max(len(x) for x in p["workloads"])), t, c))
+                k = "%.2fx" % (a["client_cpu_ms_per_mb"] / b["client_cpu_ms_per_mb"]) if a.get("client_cpu_ms_per_mb") and b.get("client_cpu_ms_per_mb") else "-"
+                ratios.append("  %s weir/Kafka throughput %s, CPU per MB %s, client CPU per MB %s" % ((w + ":").ljust(1 + max(len(x) for x in p["workloads"])), t, c, k))
             if ratios:
                 say("")
                 lines.extend(ratios)
@@ -518,6 +541,7 @@ run_workload() {
 	loadlog "$setup $sys $w"
 	say "$setup, $sys: $w"
 	before=$(cpu_ticks || true)
+	times >"$d/.times-$w-before" # builtin, not forked: this shell's children
 	rc=0
 	case $w in
 	java-acks-all)
@@ -564,8 +588,11 @@ run_workload() {
 		;;
 	esac
 	after=$(cpu_ticks || true)
+	times >"$d/.times-$w-after"
 	ticks=""
 	[ -n "$before" ] && [ -n "$after" ] && ticks=$((after - before))
+	client_seconds=$(children_cpu_seconds "$d/.times-$w-before" "$d/.times-$w-after")
+	rm -f "$d/.times-$w-before" "$d/.times-$w-after"
 	case $rc in
 	0) status=ok ;;
 	124)
@@ -577,7 +604,7 @@ run_workload() {
 		note="a client exited with status $rc (see $w.err or $w-*.err)"
 		;;
 	esac
-	py result "$res" "$kind" "$status" "$note" "$ticks" "$expected" "${files[@]}"
+	py result "$res" "$kind" "$status" "$note" "$ticks" "$client_seconds" "$expected" "${files[@]}"
 	say "$setup, $sys: $w: $(python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))

@@ -46,7 +46,7 @@ func TestPipelinedProduceLeaderMoved(t *testing.T) {
 	reqs := make([]*kmsg.ProduceRequest, len(batches))
 	for i := range batches {
 		batches[i] = buildBatch(idemOpts(pid, epoch, int32(i*per)), idemRecs(i, per))
-		reqs[i] = produceRequestFor(pv, topic, batches[i])
+		reqs[i] = produceRequestTo(pv, -1, topic, 0, batches[i])
 	}
 
 	corr := make([]int32, len(reqs))
@@ -67,7 +67,7 @@ func TestPipelinedProduceLeaderMoved(t *testing.T) {
 		corr[i] = rc.Send(reqs[i])
 	}
 	for i, req := range reqs {
-		r := produceAnswer(t, rc.Recv(req, corr[i], req.Version, 15*time.Second))
+		r := produceAnswer(t, req, rc.Recv(req, corr[i], req.Version, 15*time.Second))
 		switch {
 		case i < 2 && (r.ErrorCode != 0 || r.BaseOffset != int64(i*per)):
 			t.Fatalf("request %d, sent before the move: %s at offset %d, want acknowledged at %d", i+1, errName(r.ErrorCode), r.BaseOffset, i*per)
@@ -81,7 +81,7 @@ func TestPipelinedProduceLeaderMoved(t *testing.T) {
 		corr[i] = retry.Send(reqs[i])
 	}
 	for i := 1; i < len(reqs); i++ {
-		r := produceAnswer(t, retry.Recv(reqs[i], corr[i], reqs[i].Version, 15*time.Second))
+		r := produceAnswer(t, reqs[i], retry.Recv(reqs[i], corr[i], reqs[i].Version, 15*time.Second))
 		if r.ErrorCode != 0 || r.BaseOffset != int64(i*per) {
 			t.Fatalf("retry of request %d on the new leader: %s at offset %d, want acknowledged at %d", i+1, errName(r.ErrorCode), r.BaseOffset, i*per)
 		}
@@ -97,29 +97,6 @@ func TestPipelinedProduceLeaderMoved(t *testing.T) {
 	if off, _, ec := listOffsetRaw(t, to, topic, 0, -1, 0); ec != 0 || off != int64(len(batches)*per) {
 		t.Fatalf("high watermark %d (error %s), want %d: each batch once", off, errName(ec), len(batches)*per)
 	}
-}
-
-// produceRequestFor is an acks=all produce request at version v carrying
-// batch to partition 0 of topic.
-func produceRequestFor(v int16, topic string, batch []byte) *kmsg.ProduceRequest {
-	req := kmsg.NewPtrProduceRequest()
-	req.Version, req.Acks, req.TimeoutMillis = v, -1, 10000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = batch
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	return req
-}
-
-func produceAnswer(t testing.TB, resp kmsg.Response) kmsg.ProduceResponseTopicPartition {
-	t.Helper()
-	pr := resp.(*kmsg.ProduceResponse)
-	if len(pr.Topics) != 1 || len(pr.Topics[0].Partitions) != 1 {
-		t.Fatalf("produce response with %d topics, want one with one partition: %+v", len(pr.Topics), pr.Topics)
-	}
-	return pr.Topics[0].Partitions[0]
 }
 
 // moveLeader hands the leadership of partition 0 of topic, led as cur

@@ -385,10 +385,15 @@ func decodeUncompressed(t testing.TB, rb kmsg.RecordBatch) []decodedRecord {
 // version v (3..12; names) and returns the partition response.
 func produceRaw(t testing.TB, rc *rawConn, v int16, acks int16, topic string, partition int32, batch []byte) kmsg.ProduceResponseTopicPartition {
 	t.Helper()
+	req := produceRequestTo(v, acks, topic, partition, batch)
+	return produceAnswer(t, req, rc.Do(req))
+}
+
+// produceRequestTo is a produce request at version v carrying batch to
+// topic/partition, with a 10 s timeout.
+func produceRequestTo(v, acks int16, topic string, partition int32, batch []byte) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
-	req.Version = v
-	req.Acks = acks
-	req.TimeoutMillis = 10000
+	req.Version, req.Acks, req.TimeoutMillis = v, acks, 10000
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewProduceRequestTopicPartition()
@@ -396,14 +401,21 @@ func produceRaw(t testing.TB, rc *rawConn, v int16, acks int16, topic string, pa
 	rp.Records = batch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp := rc.Do(req).(*kmsg.ProduceResponse)
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		t.Fatalf("produce v%d to %s/%d: response has %d topics, want 1 topic with 1 partition: %+v", v, topic, partition, len(resp.Topics), resp.Topics)
+	return req
+}
+
+// produceAnswer is the one partition's answer to req, a produceRequestTo.
+func produceAnswer(t testing.TB, req *kmsg.ProduceRequest, resp kmsg.Response) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
+	pr := resp.(*kmsg.ProduceResponse)
+	topic, partition := req.Topics[0].Topic, req.Topics[0].Partitions[0].Partition
+	if len(pr.Topics) != 1 || len(pr.Topics[0].Partitions) != 1 {
+		t.Fatalf("produce v%d to %s/%d: response has %d topics, want 1 topic with 1 partition: %+v", req.Version, topic, partition, len(pr.Topics), pr.Topics)
 	}
-	if resp.Topics[0].Topic != topic {
-		t.Fatalf("produce response topic %q, want %q", resp.Topics[0].Topic, topic)
+	if pr.Topics[0].Topic != topic {
+		t.Fatalf("produce response topic %q, want %q", pr.Topics[0].Topic, topic)
 	}
-	return resp.Topics[0].Partitions[0]
+	return pr.Topics[0].Partitions[0]
 }
 
 // produceVersion picks the produce version used for raw produce requests:
