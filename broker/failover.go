@@ -171,13 +171,12 @@ func liveByLog(v *controller.View) func(int32) bool {
 }
 
 // upBrokers is live narrowed to brokers whose process is there: a broker
-// whose RPC address (addrOf) refuses connections (refused,
-// raft.Mux.PeerRefused) is
-// down whatever its session says, so it neither counts as a partition's
-// last leader still about nor stands first for the leadership it lost.
-// Left in the standing order while its session runs out, a dead
-// preferred leader held every survivor back a campaignStagger. Each
-// broker is asked about once per sweep.
+// whose RPC address (addrOf) refuses connections (refused, that is
+// raft.Mux.PeerRefused) is down whatever its session says, so it neither
+// counts as a partition's last leader still about nor stands first for
+// the leadership it lost. Left in the standing order while its session
+// ran out, a dead preferred leader held every survivor back a
+// campaignStagger. Each broker is asked about once per sweep.
 func upBrokers(live func(int32) bool, self int32, addrOf func(int32) (string, bool), refused func(addr string) bool) func(int32) bool {
 	down := map[int32]bool{}
 	return func(id int32) bool {
