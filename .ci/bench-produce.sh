@@ -272,20 +272,6 @@ cpu_ticks() {
 	echo "$total"
 }
 
-# children_cpu_seconds BEFORE AFTER: the user + system CPU seconds of the
-# children this shell reaped between two `times` outputs (their second
-# line, "XmY.YYYs XmY.YYYs"): the clients of a workload, which it waits
-# for.
-children_cpu_seconds() {
-	python3 - "$1" "$2" <<'TIMES'
-import re, sys
-def secs(path):
-    line = open(path).read().splitlines()[1]
-    return sum(int(m) * 60 + float(s) for m, s in re.findall(r"(\d+)m([\d.]+)s", line))
-print("%.3f" % (secs(sys.argv[2]) - secs(sys.argv[1])))
-TIMES
-}
-
 # ---- reading and reporting (python) ----------------------------------------
 
 # py SUBCOMMAND ARGS...:
@@ -331,7 +317,13 @@ def weirctl(files):
         return r, "stopped by --duration (WORKLOAD_TIMEOUT less 10 s); partial figures in the workload's .json"
     return r, ("stopped by: " + ",".join(stopped)) if stopped else ""
 
-def result(path, kind, status, note, ticks, client_seconds, expected, *files):
+def children_seconds(path):
+    # The second line of the shell's `times`: its reaped children's user
+    # and system time, "XmY.YYYs XmY.YYYs".
+    line = open(path).read().splitlines()[1]
+    return sum(int(m) * 60 + float(s) for m, s in re.findall(r"(\d+)m([\d.]+)s", line))
+
+def result(path, kind, status, note, ticks, times_before, times_after, expected, *files):
     clk, size = int(os.environ["CLK"]), int(os.environ["RECORD_SIZE"])
     doc = {"status": status, "notes": [note] if note else []}
     if status in ("ok", "timeout", "failed"):
@@ -358,8 +350,11 @@ def result(path, kind, status, note, ticks, client_seconds, expected, *files):
                     doc["cpu_ms_per_mb"] = 1000 * doc["cpu_seconds"] / doc["mb"]
             else:
                 doc["notes"].append("broker CPU not read (a broker process is gone)")
-            if client_seconds != "":
-                doc["client_cpu_seconds"] = float(client_seconds)
+            try:
+                doc["client_cpu_seconds"] = children_seconds(times_after) - children_seconds(times_before)
+            except (OSError, IndexError, ValueError):
+                doc["notes"].append("client CPU not read")
+            else:
                 if doc["mb"] > 0:
                     doc["client_cpu_ms_per_mb"] = 1000 * doc["client_cpu_seconds"] / doc["mb"]
     json.dump(doc, open(path, "w"), indent=1)
@@ -591,8 +586,6 @@ run_workload() {
 	times >"$d/.times-$w-after"
 	ticks=""
 	[ -n "$before" ] && [ -n "$after" ] && ticks=$((after - before))
-	client_seconds=$(children_cpu_seconds "$d/.times-$w-before" "$d/.times-$w-after")
-	rm -f "$d/.times-$w-before" "$d/.times-$w-after"
 	case $rc in
 	0) status=ok ;;
 	124)
@@ -604,7 +597,8 @@ run_workload() {
 		note="a client exited with status $rc (see $w.err or $w-*.err)"
 		;;
 	esac
-	py result "$res" "$kind" "$status" "$note" "$ticks" "$client_seconds" "$expected" "${files[@]}"
+	py result "$res" "$kind" "$status" "$note" "$ticks" "$d/.times-$w-before" "$d/.times-$w-after" "$expected" "${files[@]}"
+	rm -f "$d/.times-$w-before" "$d/.times-$w-after"
 	say "$setup, $sys: $w: $(python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
