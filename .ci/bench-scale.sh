@@ -11,8 +11,10 @@
 #   2. create a topic of N partitions, RF=3: time until CreateTopics
 #      answers, and until every partition has a leader and a full ISR in
 #      Metadata (bounded by CREATE_TIMEOUT);
-#   3. IDLE_SECONDS later the same figures, and their growth per replica
-#      (N x 3) or per partition, and CPU while idle;
+#   3. IDLE_AFTER seconds after it settles (what creating leaves to do,
+#      on both sides, is not idling), the same figures over IDLE_SECONDS,
+#      their growth per replica (N x 3) or per partition, and CPU while
+#      idle;
 #   4. kill -9 the broker leading the most partitions: time until every
 #      partition has another leader (FAILOVER_TIMEOUT); restart it: time
 #      until every ISR is full again (RECOVER_TIMEOUT).
@@ -28,7 +30,7 @@
 # alone is measured and the report says why.
 #
 # Environment (all optional):
-#   PARTITIONS ("1000 3000")  IDLE_SECONDS (30)  CREATE_TIMEOUT (300)
+#   PARTITIONS ("1000 3000")  IDLE_SECONDS (30)  IDLE_AFTER (30)  CREATE_TIMEOUT (300)
 #   FAILOVER_TIMEOUT (60)  RECOVER_TIMEOUT (120)  READY_TIMEOUT (60, weir
 #   start; Kafka's is KAFKA_READY_TIMEOUT, 120)  PRODUCE_PARTITIONS (100)
 #   PRODUCERS (10)  PRODUCE_RECORDS (2000000)  RECORD_SIZE (1024)
@@ -59,6 +61,7 @@ fi
 
 partitions_list=${PARTITIONS:-1000 3000}
 idle=${IDLE_SECONDS:-30}
+idle_after=${IDLE_AFTER:-30}
 create_timeout=${CREATE_TIMEOUT:-300}
 failover_timeout=${FAILOVER_TIMEOUT:-60}
 recover_timeout=${RECOVER_TIMEOUT:-120}
@@ -90,6 +93,7 @@ done
 for v in idle create_timeout failover_timeout recover_timeout ready_timeout produce_partitions producers produce_records record_size produce_seconds warmup_records; do
 	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, got '${!v}'"
 done
+[[ "$idle_after" =~ ^[0-9]+$ ]] || die "IDLE_AFTER must be a whole number of seconds, got '$idle_after'"
 for n in $partitions_list; do
 	[[ "$n" =~ ^[1-9][0-9]*$ ]] || die "PARTITIONS: '$n' is not a positive integer"
 done
@@ -277,7 +281,8 @@ run_partitions() { # SYSTEM KIND N (KIND: weir or kafka; SYSTEM: where results g
 	[ "$rc" -eq 0 ] || note "$d/notes" "bench scale create exited with status $rc"
 	[ -s "$d/create.json" ] && say "$sys, $n partitions: $(json_get "$d/create.json" '"CreateTopics %.2fs%s; settled: %s" % (d["create_seconds"], " ("+d["create_error"]+")" if d.get("create_error") else "", "%.2fs" % d["settle_seconds"] if d["settled"] else "no, %d pending" % d["pending"])')"
 
-	say "$sys, $n partitions: idle, ${idle}s"
+	say "$sys, $n partitions: idle, ${idle}s after ${idle_after}s"
+	sleep "$idle_after"
 	loadlog "$sys p$n idle"
 	sample "$d/idle.json" "$idle" || note "$d/notes" "sampling after the create failed"
 
@@ -385,8 +390,8 @@ run_system() { # SYSTEM (weir, weir-baseline, kafka)
 # ---- main -----------------------------------------------------------------
 
 : >"$out/systems"
-printf '{"partitions": [%s], "replication_factor": %d, "idle_seconds": %d, "create_timeout_seconds": %d, "failover_timeout_seconds": %d, "recover_timeout_seconds": %d, "produce_partitions": %d, "producers": %d, "produce_records": %d, "record_size": %d, "produce_seconds": %d, "baseline_ref": "%s", "weir_commit": "%s", "host_cpus": %d, "started": "%s"}\n' \
-	"$(echo "$partitions_list" | xargs | tr ' ' ,)" "$rf" "$idle" "$create_timeout" "$failover_timeout" "$recover_timeout" \
+printf '{"partitions": [%s], "replication_factor": %d, "idle_seconds": %d, "idle_after_seconds": %d, "create_timeout_seconds": %d, "failover_timeout_seconds": %d, "recover_timeout_seconds": %d, "produce_partitions": %d, "producers": %d, "produce_records": %d, "record_size": %d, "produce_seconds": %d, "baseline_ref": "%s", "weir_commit": "%s", "host_cpus": %d, "started": "%s"}\n' \
+	"$(echo "$partitions_list" | xargs | tr ' ' ,)" "$rf" "$idle" "$idle_after" "$create_timeout" "$failover_timeout" "$recover_timeout" \
 	"$produce_partitions" "$producers" "$produce_records" "$record_size" "$produce_seconds" "$baseline_ref" \
 	"$(git describe --always --dirty 2>/dev/null || echo unknown)" "$(nproc)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$out/params.json"
 say "results in $out"

@@ -12,41 +12,52 @@ import (
 
 func TestSoftLimitGivesHeadroomOnlyOutsideTheBudgets(t *testing.T) {
 	const mib = 1 << 20
-	s := &SoftLimit{Floor: 100 * mib, Slack: 10 * mib, Ceiling: 1000 * mib}
+	const busy = 1 << 40 // allocating more than any headroom
+	s := &SoftLimit{Floor: 100 * mib, Slack: 10 * mib, MinSlack: 4 * mib, Ceiling: 1000 * mib}
 	for _, tt := range []struct {
-		name                 string
-		live, other, charged int64
-		want                 int64
+		name string
+		u    Usage
+		want int64
 	}{
-		{"nothing charged: half the live heap again", 300 * mib, 0, 0, 460 * mib},
-		{"a full fetch budget gets no headroom", 306 * mib, 0, 256 * mib, 341 * mib},
-		{"charged ahead of the last collection's live heap", 50 * mib, 0, 256 * mib, 100 * mib},
-		{"small heap: the floor", 20 * mib, 0, 0, 100 * mib},
-		{"large heap: the ceiling", 900 * mib, 0, 100 * mib, 1000 * mib},
-		{"stacks and runtime metadata on top, without headroom", 60 * mib, 150 * mib, 0, 250 * mib},
+		{"nothing charged: half the live heap again", Usage{Live: 300 * mib, Allocating: busy}, 460 * mib},
+		{"a full fetch budget gets no headroom", Usage{Live: 306 * mib, Charged: 256 * mib, Allocating: busy}, 341 * mib},
+		{"charged ahead of the last collection's live heap", Usage{Live: 50 * mib, Charged: 256 * mib, Allocating: busy}, 100 * mib},
+		{"small heap: the floor", Usage{Live: 20 * mib, Allocating: busy}, 100 * mib},
+		{"large heap: the ceiling", Usage{Live: 900 * mib, Charged: 100 * mib, Allocating: busy}, 1000 * mib},
+		{"stacks and runtime metadata on top, without headroom", Usage{Live: 60 * mib, Other: 150 * mib, Allocating: busy}, 250 * mib},
+		{"idle: the least headroom", Usage{Live: 300 * mib, Other: 100 * mib, Allocating: mib}, 404 * mib},
+		{"allocating a little: that much headroom", Usage{Live: 300 * mib, Other: 100 * mib, Allocating: 50 * mib}, 450 * mib},
 	} {
-		if got := s.Limit(tt.live, tt.other, tt.charged); got != tt.want {
-			t.Errorf("%s: Limit(%d MiB, %d MiB, %d MiB) = %d MiB, want %d MiB", tt.name, tt.live/mib, tt.other/mib, tt.charged/mib, got/mib, tt.want/mib)
+		if got := s.Limit(tt.u); got != tt.want {
+			t.Errorf("%s: Limit(%+v MiB) = %d MiB, want %d MiB", tt.name, tt.u, got/mib, tt.want/mib)
 		}
 	}
 	var defaults SoftLimit
-	if got := defaults.Limit(0, 0, 0); got != DefaultSoftLimitFloor {
+	if got := defaults.Limit(Usage{}); got != DefaultSoftLimitFloor {
 		t.Errorf("zero SoftLimit, empty heap: %d, want the default floor", got)
 	}
-	if got := defaults.Limit(1<<30, 0, 0); got != 3<<29+DefaultSoftLimitSlack {
+	if got := defaults.Limit(Usage{Live: 1 << 30, Allocating: busy}); got != 3<<29+DefaultSoftLimitSlack {
 		t.Errorf("zero SoftLimit has a ceiling: %d", got)
+	}
+	if got := defaults.Limit(Usage{Live: 1 << 30}); got != 1<<30+DefaultSoftLimitMinSlack {
+		t.Errorf("zero SoftLimit, idle: %d, want the live heap and the default least headroom", got)
 	}
 }
 
 func TestSoftLimitFollowsTheHeapAndLiftsTheLimitWhenDone(t *testing.T) {
 	const mib = 1 << 20
 	var mu sync.Mutex
-	live, charged := int64(200*mib), int64(0)
+	live, charged, allocs := int64(200*mib), int64(0), int64(0)
 	var set []int64
-	s := &SoftLimit{Floor: mib, Slack: mib, Interval: time.Millisecond,
+	s := &SoftLimit{Floor: mib, Slack: mib, MinSlack: mib, Interval: time.Millisecond,
+		AllocationWindow: time.Second, AllocationDecay: 20 * time.Millisecond,
 		Charged: func() int64 { mu.Lock(); defer mu.Unlock(); return charged },
-		usage:   func() (int64, int64) { mu.Lock(); defer mu.Unlock(); return live, 0 },
-		set:     func(n int64) int64 { mu.Lock(); defer mu.Unlock(); set = append(set, n); return 0 },
+		usage: func() runtimeFigures {
+			mu.Lock()
+			defer mu.Unlock()
+			return runtimeFigures{live: live, allocs: allocs}
+		},
+		set: func(n int64) int64 { mu.Lock(); defer mu.Unlock(); set = append(set, n); return 0 },
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -59,21 +70,30 @@ func TestSoftLimitFollowsTheHeapAndLiftsTheLimitWhenDone(t *testing.T) {
 		}
 		return set[len(set)-1]
 	}
-	waitFor := func(want int64) {
+	waitFor := func(what string, ok func(int64) bool, during func()) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
-		for last() != want {
+		for !ok(last()) {
 			if time.Now().After(deadline) {
-				t.Fatalf("limit %d, want %d", last(), want)
+				t.Fatalf("%s: limit %d MiB", what, last()/mib)
+			}
+			if during != nil {
+				during()
 			}
 			time.Sleep(time.Millisecond)
 		}
 	}
-	waitFor(301 * mib)
+	is := func(want int64) func(int64) bool { return func(n int64) bool { return n == want } }
+	allocate := func() { mu.Lock(); allocs += 64 * mib; mu.Unlock() } // far over the headroom's bound per window
+	waitFor("idle", is(201*mib), nil)
+	waitFor("allocating", is(301*mib), allocate)
 	mu.Lock()
 	live, charged = 456*mib, 256*mib // a fetch budget filled up
 	mu.Unlock()
-	waitFor(557 * mib)
+	waitFor("allocating, budget full", is(557*mib), allocate)
+	// Back within the updates' hysteresis (a 32nd of the limit) of the
+	// live heap and the least headroom.
+	waitFor("idle again", func(n int64) bool { return n <= 457*mib+557*mib/32 }, nil)
 	cancel()
 	select {
 	case <-done:
@@ -82,6 +102,21 @@ func TestSoftLimitFollowsTheHeapAndLiftsTheLimitWhenDone(t *testing.T) {
 	}
 	if got := last(); got != math.MaxInt64 {
 		t.Fatalf("limit after Run: %d, want none (MaxInt64)", got)
+	}
+}
+
+func TestAllocationRateRisesAtOnceAndDecays(t *testing.T) {
+	r := allocationRate{window: int64(2 * time.Second), decay: 0.5}
+	at := time.Unix(0, 0)
+	r.update(0, at)
+	if got := r.update(10<<20, at.Add(time.Second)); got != 20<<20 {
+		t.Fatalf("10 MiB in 1 s: %d per 2 s window, want 20 MiB", got)
+	}
+	if got := r.update(10<<20, at.Add(2*time.Second)); got != 10<<20 {
+		t.Fatalf("a second without allocation: %d, want half the peak", got)
+	}
+	if got := r.update(110<<20, at.Add(3*time.Second)); got != 200<<20 {
+		t.Fatalf("a burst: %d, want it at once", got)
 	}
 }
 
@@ -107,13 +142,13 @@ func TestSoftLimitCoversGoroutineStacks(t *testing.T) {
 	defer close(release)
 	parked.Wait()
 	runtime.GC()
-	usage := runtimeUsage()
-	live, other := usage()
+	f := runtimeUsage()()
+	live, other := f.live, f.other
 	if other < 100*mib {
 		t.Fatalf("runtime reports %d MiB outside the heap objects with %d goroutines' stacks; want at least 100", other/mib, goroutines)
 	}
 	s := &SoftLimit{Floor: mib, Slack: mib}
-	limit := s.Limit(live, other, 0)
+	limit := s.Limit(Usage{Live: live, Other: other})
 	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	metrics.Read(sample)
 	held := int64(sample[0].Value.Uint64() - sample[1].Value.Uint64())
