@@ -205,7 +205,11 @@ func (l *Log) Batches(from int64, fn func(BatchHeader) bool) error {
 			sp.s.release()
 		}
 	}()
-	buf := make([]byte, 64<<10)
+	var toScan int64
+	for _, sp := range spans {
+		toScan += sp.limit - sp.pos
+	}
+	buf := scanBuffer(toScan)
 	for _, sp := range spans {
 		sc := batchScanner{f: sp.s.log, pos: sp.pos, limit: sp.limit, buf: buf}
 		for {

@@ -382,7 +382,7 @@ func (s *segment) loadIndexes(size, end, holesBelow int64) error {
 	if n := len(es); n > 0 {
 		start, wantBase = int64(es[n-1].pos), s.base+int64(es[n-1].rel)
 	}
-	sc := batchScanner{f: s.log, pos: start, limit: size, buf: make([]byte, 64<<10)}
+	sc := batchScanner{f: s.log, pos: start, limit: size, buf: scanBuffer(size - start)}
 	next, maxTs, offMaxTs := s.base, int64(-1), int64(-1)
 	for first := true; ; first = false {
 		h, _, _, err := sc.next()

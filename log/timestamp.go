@@ -140,7 +140,7 @@ func (l *Log) maxTimestamp() (offset, timestamp int64, ok bool, err error) {
 // stop. It returns errStale, before calling fn, once the span's segment was
 // truncated or dropped (see segment.gen).
 func scanBatches(sp tsSpan, fn func(BatchHeader, []byte) (bool, error)) error {
-	sc := batchScanner{f: sp.s.log, pos: sp.pos, limit: sp.limit, whole: true, buf: make([]byte, 64<<10)}
+	sc := batchScanner{f: sp.s.log, pos: sp.pos, limit: sp.limit, whole: true, buf: scanBuffer(sp.limit - sp.pos)}
 	for {
 		h, _, body, err := sc.next()
 		if sp.s.stale(sp.gen) {

@@ -260,7 +260,7 @@ func (s *segment) prefixBefore(offset int64) (segmentPrefix, error) {
 	if p.nIdx > 0 {
 		start = int64(es[p.nIdx-1].pos)
 	}
-	sc := batchScanner{f: s.log, pos: start, limit: s.size, buf: make([]byte, 64<<10)}
+	sc := batchScanner{f: s.log, pos: start, limit: s.size, buf: scanBuffer(s.size - start)}
 	for {
 		h, pos, _, err := sc.next()
 		if errors.Is(err, io.EOF) {

@@ -24,6 +24,7 @@
 //	rpc_frame.go   frame codec and RPC metrics
 //	config.go   per-group Config and the timer defaults
 //	statemachine.go  StateMachine, weir's view of hashicorp's FSM
+//	                 (BatchStateMachine: committed entries in one call)
 //	metrics.go  Prometheus collectors
 //	errors.go   ErrNotLeader (*NotLeaderError), ErrLeadershipLost, …
 //	logging.go  hclog → log/slog bridge for raft and raft-wal

@@ -105,7 +105,7 @@ func (m *Mux) Start(cfg Config) (*Group, error) {
 	if cfg.LogObserver != nil {
 		logs = observedLog{GroupStore: g.store.log, obs: cfg.LogObserver}
 	}
-	g.raft, err = hraft.NewRaft(rc, smAdapter{cfg.StateMachine}, logs, g.store.log, g.store.snaps, g.trans)
+	g.raft, err = hraft.NewRaft(rc, newFSM(cfg.StateMachine), logs, g.store.log, g.store.snaps, g.trans)
 	if err != nil {
 		g.trans.Close()
 		return nil, fmt.Errorf("raft: starting group %s: %w", cfg.Group, err)
@@ -375,8 +375,9 @@ func (g *Group) Configuration() ([]Server, error) {
 	if err := f.Error(); err != nil {
 		return nil, g.translate(err)
 	}
-	var out []Server
-	for _, s := range f.Configuration().Servers {
+	servers := f.Configuration().Servers
+	out := make([]Server, 0, len(servers)) // asked every second per partition led
+	for _, s := range servers {
 		out = append(out, Server{ID: string(s.ID), Addr: string(s.Address), Voter: s.Suffrage == hraft.Voter})
 	}
 	return out, nil

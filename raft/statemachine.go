@@ -1,6 +1,7 @@
 package raft
 
 import (
+	"fmt"
 	"io"
 
 	hraft "github.com/hashicorp/raft"
@@ -51,6 +52,19 @@ type MembershipObserver interface {
 	MembershipApplied(index uint64)
 }
 
+// BatchStateMachine is a StateMachine that applies the commands
+// committed together in one call (hashicorp/raft's BatchingFSM: up to
+// MaxAppendEntries at once). A machine whose every change copies shared
+// state (the controller's immutable views) then copies it once per batch
+// instead of once per entry.
+type BatchStateMachine interface {
+	StateMachine
+	// ApplyBatch applies entries, consecutive in index order, and
+	// returns one result per entry: what Apply would have returned for
+	// each, applied one after another. The rules of Apply hold for each.
+	ApplyBatch(entries []Entry) []any
+}
+
 // smAdapter runs a StateMachine as hashicorp's FSM, and as its
 // ConfigurationStore so that membership entries reach a
 // MembershipObserver.
@@ -59,7 +73,63 @@ type smAdapter struct{ sm StateMachine }
 var (
 	_ hraft.FSM                = smAdapter{}
 	_ hraft.ConfigurationStore = smAdapter{}
+	_ hraft.BatchingFSM        = batchAdapter{}
 )
+
+// newFSM is hashicorp's FSM for sm: batching when sm is a
+// BatchStateMachine.
+func newFSM(sm StateMachine) hraft.FSM {
+	if b, ok := sm.(BatchStateMachine); ok {
+		return batchAdapter{smAdapter{sm}, b}
+	}
+	return smAdapter{sm}
+}
+
+// batchAdapter is smAdapter for a BatchStateMachine. hashicorp hands
+// ApplyBatch membership entries too (and then not to StoreConfiguration),
+// so each run of commands goes to the machine in one call, and a
+// membership entry between two runs to the MembershipObserver, in index
+// order.
+type batchAdapter struct {
+	smAdapter
+	batch BatchStateMachine
+}
+
+func (a batchAdapter) ApplyBatch(logs []*hraft.Log) []any {
+	out := make([]any, len(logs))
+	entries := make([]Entry, 0, len(logs))
+	first := 0 // position in logs of entries[0]
+	flush := func() {
+		if len(entries) == 0 {
+			return
+		}
+		results := a.batch.ApplyBatch(entries)
+		if len(results) != len(entries) {
+			panic(fmt.Sprintf("raft: ApplyBatch returned %d results for %d entries", len(results), len(entries)))
+		}
+		for i, l := 0, first; i < len(results); l++ {
+			if logs[l].Type == hraft.LogCommand {
+				out[l] = results[i]
+				i++
+			}
+		}
+		entries = entries[:0]
+	}
+	for i, l := range logs {
+		switch l.Type {
+		case hraft.LogCommand:
+			if len(entries) == 0 {
+				first = i
+			}
+			entries = append(entries, Entry{Index: l.Index, Term: l.Term, Data: l.Data})
+		case hraft.LogConfiguration:
+			flush()
+			a.StoreConfiguration(l.Index, hraft.Configuration{})
+		}
+	}
+	flush()
+	return out
+}
 
 func (a smAdapter) StoreConfiguration(index uint64, _ hraft.Configuration) {
 	if o, ok := a.sm.(MembershipObserver); ok {

@@ -55,6 +55,27 @@ type txn struct {
 	nowMs int64
 
 	brokersCopied, topicsCopied, propsCopied bool
+
+	// owned is what the batch being applied may change in place; nil
+	// outside a batch.
+	owned *batchOwned
+}
+
+// batchOwned is what one State.ApplyBatch has copied and no published
+// view or result holds: the topics a leader report copied earlier in the
+// batch. A report to one of them changes it in place, so a batch of
+// reports about one topic copies its partitions once rather than once per
+// report (a topic of 3,000 partitions being led for the first time made
+// 6,000 copies of 3,000 partitions on every controller voter).
+type batchOwned struct {
+	topics map[*Topic]bool
+}
+
+// disown forgets a topic a result now holds.
+func (o *batchOwned) disown(t *Topic) {
+	if o != nil && t != nil {
+		delete(o.topics, t)
+	}
 }
 
 func (t *txn) brokers() map[int32]*BrokerRegistration {
@@ -108,13 +129,16 @@ func (t *txn) live(b *BrokerRegistration) bool {
 // apply computes the View after entry e at index, and the answer. It
 // reads no clock and no randomness, and every iteration over a map whose
 // order could show in the output goes through sorted keys.
-func apply(opts *Options, cur *View, index uint64, e Entry) (*View, Result) {
+//
+// owned, when set, is the batch's: apply may change what it holds in
+// place, and records what it copies there.
+func apply(opts *Options, cur *View, index uint64, e Entry, owned *batchOwned) (*View, Result) {
 	next := *cur
 	next.index = index
 	if e.TimeMs > next.clockMs {
 		next.clockMs = e.TimeMs
 	}
-	t := &txn{opts: opts, cur: cur, next: &next, index: index, nowMs: next.clockMs}
+	t := &txn{opts: opts, cur: cur, next: &next, index: index, nowMs: next.clockMs, owned: owned}
 	var r Result
 	switch c := e.Cmd.(type) {
 	case InitCluster:
@@ -612,17 +636,26 @@ func (t *txn) reportLeader(c ReportLeader) Result {
 	if c.Term == p.LeaderTerm && c.LeaderEpoch == p.LeaderEpoch && (c.ISR == nil || slices.Equal(c.ISR, p.ISR)) {
 		return Result{} // a repeated report
 	}
-	nt := *topic
-	nt.Partitions = append([]Partition(nil), topic.Partitions...) // replica slices shared, unchanged
-	np := nt.Partitions[c.Partition]
+	np := p
 	np.Leader, np.LeaderEpoch, np.LeaderTerm = c.Leader, c.LeaderEpoch, c.Term
 	if c.ISR != nil {
 		np.ISR = slices.Clone(c.ISR)
 	} else if c.Term != p.LeaderTerm {
 		np.ISR = nil // a new leader's ISR is unknown until it reports one
 	}
+	if t.owned != nil && t.owned.topics[topic] {
+		// Copied earlier in this batch and held by nothing else: the
+		// report is accepted, so nothing after this can refuse it.
+		topic.Partitions[c.Partition] = np
+		return Result{Changed: true}
+	}
+	nt := *topic
+	nt.Partitions = append([]Partition(nil), topic.Partitions...) // replica slices shared, unchanged
 	nt.Partitions[c.Partition] = np
 	t.putTopic(nt.Name, nt.ID, &nt)
+	if t.owned != nil {
+		t.owned.topics[&nt] = true
+	}
 	return Result{Changed: true}
 }
 

@@ -47,7 +47,7 @@ func testOptions() Options {
 
 // harness applies entries with increasing indexes at a controllable time.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	s     *State
 	index uint64
 	now   int64

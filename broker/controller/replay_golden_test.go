@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,6 +84,7 @@ func replayOptions() controller.Options {
 // entryOutput is what replaying one entry gave.
 type entryOutput struct {
 	text     string // the entry's lines of the results file
+	result   string // of which the result's
 	detail   string // error messages (not recorded: wording may change)
 	snapshot []byte // the state after the entry
 }
@@ -95,7 +97,7 @@ func replayController(t *testing.T, fsm *controller.Machine, entries []replaytes
 	out := make([]entryOutput, 0, len(entries))
 	for _, e := range entries {
 		var b strings.Builder
-		var detail string
+		var detail, result string
 		fmt.Fprintf(&b, "entry %d term %d %s\n", e.Index, e.Term, describeControllerEntry(e))
 		switch e.Type {
 		case replaytest.TypeCommand:
@@ -103,23 +105,24 @@ func replayController(t *testing.T, fsm *controller.Machine, entries []replaytes
 			if !ok {
 				t.Fatalf("entry %d: Apply returned no controller.Result", e.Index)
 			}
-			b.WriteString(formatResult(e.Index, res))
+			result = formatResult(e.Index, res)
 			if res.Err != nil {
 				detail = res.Err.Error()
 			}
 		case replaytest.TypeConfiguration:
 			fsm.MembershipApplied(e.Index)
-			b.WriteString("  result configuration stored\n")
+			result = "  result configuration stored\n"
 		default:
-			b.WriteString("  result not handed to the FSM\n")
+			result = "  result not handed to the FSM\n"
 		}
+		b.WriteString(result)
 		snap, err := fsm.State().SnapshotBytes()
 		if err != nil {
 			t.Fatalf("entry %d: snapshot: %v", e.Index, err)
 		}
 		sum := sha256.Sum256(snap)
 		fmt.Fprintf(&b, "  state index %d sha256 %s\n", fsm.State().View().Index(), hex.EncodeToString(sum[:8]))
-		out = append(out, entryOutput{text: b.String(), detail: detail, snapshot: snap})
+		out = append(out, entryOutput{text: b.String(), result: result, detail: detail, snapshot: snap})
 	}
 	return out
 }
@@ -309,6 +312,14 @@ func checkControllerGolden(t *testing.T, v int) {
 		}
 	}
 
+	// Applied in batches, as hashicorp/raft hands over entries committed
+	// together, every entry gets the same result, every batch ends in the
+	// state the entries one at a time reach, and the view published
+	// before a batch is the same after it.
+	for seed := range int64(4) {
+		checkBatchedReplay(t, logPath, entries, outs, rand.New(rand.NewPCG(uint64(seed), 0)))
+	}
+
 	// A replica that installs the snapshot taken after any entry and
 	// applies the rest ends where the full replay does: the snapshot
 	// holds the whole state.
@@ -332,6 +343,74 @@ func checkControllerGolden(t *testing.T, v int) {
 					entries[k].Index, entries[k+1+j].Index, want.text, o.text)
 			}
 		}
+	}
+}
+
+// checkBatchedReplay applies entries in batches of random lengths (up to
+// 64, hashicorp's MaxAppendEntries) the way raft's batch adapter does:
+// each run of commands in one ApplyBatch, a configuration between runs to
+// MembershipApplied, other entries to neither.
+func checkBatchedReplay(t *testing.T, logPath string, entries []replaytest.Entry, outs []entryOutput, rng *rand.Rand) {
+	t.Helper()
+	fsm := controller.NewMachine(controller.New(replayOptions()))
+	for start := 0; start < len(entries); {
+		end := min(start+1+rng.IntN(64), len(entries))
+		before := fsm.State().View()
+		var beforeSnap bytes.Buffer
+		if err := before.EncodeSnapshot(&beforeSnap); err != nil {
+			t.Fatal(err)
+		}
+		var run []weirraft.Entry
+		var runAt []int
+		flush := func() {
+			if len(run) == 0 {
+				return
+			}
+			results := fsm.ApplyBatch(run)
+			if len(results) != len(run) {
+				t.Fatalf("ApplyBatch: %d results for %d entries", len(results), len(run))
+			}
+			for j, r := range results {
+				res, ok := r.(controller.Result)
+				if !ok {
+					t.Fatalf("entry %d: ApplyBatch returned no controller.Result", run[j].Index)
+				}
+				if got, want := formatResult(run[j].Index, res), outs[runAt[j]].result; got != want {
+					t.Fatalf("%s in a batch of %d from entry %d: entry %d gets\n%s\nwant (one at a time)\n%s",
+						logPath, end-start, entries[start].Index, run[j].Index, got, want)
+				}
+			}
+			run, runAt = run[:0], runAt[:0]
+		}
+		for i := start; i < end; i++ {
+			e := entries[i]
+			switch e.Type {
+			case replaytest.TypeCommand:
+				run = append(run, weirraft.Entry{Index: e.Index, Term: e.Term, Data: bytes.Clone(e.Data)})
+				runAt = append(runAt, i)
+			case replaytest.TypeConfiguration:
+				flush()
+				fsm.MembershipApplied(e.Index)
+			}
+		}
+		flush()
+		snap, err := fsm.State().SnapshotBytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := outs[end-1].snapshot; !bytes.Equal(snap, want) {
+			t.Fatalf("%s: the batch of entries %d..%d ends in another state than the entries one at a time: %s",
+				logPath, entries[start].Index, entries[end-1].Index, describeSnapshotDiff(want, snap))
+		}
+		var again bytes.Buffer
+		if err := before.EncodeSnapshot(&again); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(again.Bytes(), beforeSnap.Bytes()) {
+			t.Fatalf("%s: the batch of entries %d..%d changed the view published before it: %s",
+				logPath, entries[start].Index, entries[end-1].Index, describeSnapshotDiff(beforeSnap.Bytes(), again.Bytes()))
+		}
+		start = end
 	}
 }
 

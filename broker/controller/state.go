@@ -547,7 +547,7 @@ func (s *State) ApplyEntry(index uint64, e Entry) Result {
 	if index <= cur.index {
 		return Result{Index: index, Err: errStaleIndex(index, cur.index)}
 	}
-	next, r := apply(&s.opts, cur, index, e)
+	next, r := apply(&s.opts, cur, index, e, nil)
 	s.publish(cur, next, typeOf(e.Cmd), r)
 	return r
 }
@@ -569,7 +569,7 @@ func (s *State) Check(e Entry) Result {
 		return Result{Err: decodeError(err)}
 	}
 	cur := s.view.Load()
-	_, r := apply(&s.opts, cur, cur.index+1, e)
+	_, r := apply(&s.opts, cur, cur.index+1, e, nil)
 	r.Index = 0
 	return r
 }

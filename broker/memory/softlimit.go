@@ -21,7 +21,7 @@ import (
 // is allocating:
 //
 //	limit = live + other + headroom,  within [Floor, Ceiling]
-//	headroom = min(max(allocating, MinSlack), max(live - charged, 0)/2 + Slack)
+//	headroom = min(max(allocating, (live + other)/4, MinSlack), max(live - charged, 0)/2 + Slack)
 //
 // where live is the heap live at the last collection, other the memory
 // the runtime holds besides heap objects and free pages (goroutine
@@ -40,12 +40,15 @@ import (
 // allocates a few MiB a second, and headroom it does not allocate into is
 // memory held for nothing: a broker of thousands of idle partition
 // replicas kept 50–80 MiB of garbage-to-be above its live heap, 15–25
-// KiB per replica. Collecting every MinSlack of allocation instead costs
-// an idle broker nothing measurable, and a burst raises the headroom at
-// the next update. A burst that fills a budget faster than that only
-// makes the collector run more often until then (the runtime caps its
-// CPU at half the process while over the limit); the memory is never
-// refused.
+// KiB per replica. The least headroom is a quarter of what a collection
+// scans (the live heap, and the goroutine stacks in other), as GOGC=25
+// would give: a collection's cost grows with what it scans, and a broker
+// of 3,000 replicas allocating 4–7 MiB a second idle, collecting every 16
+// MiB (~300 ms of CPU each), spent 10–14% of a core on it. A burst raises
+// the headroom at the next update; one that fills a budget faster than
+// that only makes the collector run more often until then (the runtime
+// caps its CPU at half the process while over the limit); the memory is
+// never refused.
 type SoftLimit struct {
 	// Ceiling is the highest limit ever set: a share of the memory the
 	// process may use (the cgroup's limit or the machine's). 0: none.
@@ -101,7 +104,7 @@ func (s *SoftLimit) Limit(u Usage) int64 {
 	floor := orDefault(s.Floor, DefaultSoftLimitFloor)
 	slack := orDefault(s.Slack, DefaultSoftLimitSlack)
 	minSlack := orDefault(s.MinSlack, DefaultSoftLimitMinSlack)
-	headroom := min(max(u.Allocating, minSlack), max(u.Live-u.Charged, 0)/2+slack)
+	headroom := min(max(u.Allocating, (u.Live+u.Other)/4, minSlack), max(u.Live-u.Charged, 0)/2+slack)
 	limit := max(u.Live+u.Other+headroom, floor)
 	if s.Ceiling > 0 {
 		limit = min(limit, s.Ceiling)

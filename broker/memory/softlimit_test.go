@@ -25,8 +25,8 @@ func TestSoftLimitGivesHeadroomOnlyOutsideTheBudgets(t *testing.T) {
 		{"small heap: the floor", Usage{Live: 20 * mib, Allocating: busy}, 100 * mib},
 		{"large heap: the ceiling", Usage{Live: 900 * mib, Charged: 100 * mib, Allocating: busy}, 1000 * mib},
 		{"stacks and runtime metadata on top, without headroom", Usage{Live: 60 * mib, Other: 150 * mib, Allocating: busy}, 250 * mib},
-		{"idle: the least headroom", Usage{Live: 300 * mib, Other: 100 * mib, Allocating: mib}, 404 * mib},
-		{"allocating a little: that much headroom", Usage{Live: 300 * mib, Other: 100 * mib, Allocating: 50 * mib}, 450 * mib},
+		{"idle: a quarter of what a collection scans", Usage{Live: 300 * mib, Other: 100 * mib, Allocating: mib}, 500 * mib},
+		{"allocating more than that: that much", Usage{Live: 300 * mib, Other: 100 * mib, Allocating: 130 * mib}, 530 * mib},
 	} {
 		if got := s.Limit(tt.u); got != tt.want {
 			t.Errorf("%s: Limit(%+v MiB) = %d MiB, want %d MiB", tt.name, tt.u, got/mib, tt.want/mib)
@@ -39,8 +39,12 @@ func TestSoftLimitGivesHeadroomOnlyOutsideTheBudgets(t *testing.T) {
 	if got := defaults.Limit(Usage{Live: 1 << 30, Allocating: busy}); got != 3<<29+DefaultSoftLimitSlack {
 		t.Errorf("zero SoftLimit has a ceiling: %d", got)
 	}
-	if got := defaults.Limit(Usage{Live: 1 << 30}); got != 1<<30+DefaultSoftLimitMinSlack {
-		t.Errorf("zero SoftLimit, idle: %d, want the live heap and the default least headroom", got)
+	if got := defaults.Limit(Usage{Live: 1 << 30}); got != 1<<30+1<<28 {
+		t.Errorf("zero SoftLimit, idle: %d, want the live heap and a quarter of it", got)
+	}
+	small := &SoftLimit{Floor: mib, MinSlack: 4 * mib}
+	if got := small.Limit(Usage{Live: 8 * mib}); got != 12*mib {
+		t.Errorf("idle, small heap: %d MiB, want the live heap and the least headroom (12 MiB)", got/mib)
 	}
 }
 
@@ -84,16 +88,20 @@ func TestSoftLimitFollowsTheHeapAndLiftsTheLimitWhenDone(t *testing.T) {
 		}
 	}
 	is := func(want int64) func(int64) bool { return func(n int64) bool { return n == want } }
-	allocate := func() { mu.Lock(); allocs += 64 * mib; mu.Unlock() } // far over the headroom's bound per window
-	waitFor("idle", is(201*mib), nil)
+	// Allocating far over the headroom's bound per window.
+	allocate := func() { mu.Lock(); allocs += 64 * mib; mu.Unlock() }
+	waitFor("idle", is(250*mib), nil) // a quarter of the live heap
 	waitFor("allocating", is(301*mib), allocate)
 	mu.Lock()
 	live, charged = 456*mib, 256*mib // a fetch budget filled up
 	mu.Unlock()
 	waitFor("allocating, budget full", is(557*mib), allocate)
+	mu.Lock()
+	live, charged = 200*mib, 0 // the budget emptied
+	mu.Unlock()
 	// Back within the updates' hysteresis (a 32nd of the limit) of the
-	// live heap and the least headroom.
-	waitFor("idle again", func(n int64) bool { return n <= 457*mib+557*mib/32 }, nil)
+	// live heap and a quarter of it.
+	waitFor("idle again", func(n int64) bool { return n <= 250*mib+301*mib/32 }, nil)
 	cancel()
 	select {
 	case <-done:
