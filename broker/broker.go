@@ -43,6 +43,11 @@ type Options struct {
 	// LogFS is the storage partition logs live on; nil means the OS.
 	// Tests inject write and fsync failures through it.
 	LogFS log.FS
+	// Context bounds Open: when it ends, Open gives up (waiting for a
+	// controller to join or register with can take a minute) and
+	// returns an error that wraps the context's. A broker Open returned
+	// is stopped by Close only. nil: Open runs to the end.
+	Context context.Context
 }
 
 // Broker is one weir node.
@@ -91,7 +96,21 @@ type Broker struct {
 	txns atomic.Pointer[txn.Coordinator]
 
 	stop chan struct{}
-	done sync.WaitGroup
+	// stopOnce closes stop and ends ctx, which bounds the broker's own
+	// waits (joining, controller proposals).
+	stopOnce sync.Once
+	ctx      context.Context
+	cancel   context.CancelFunc
+	done     sync.WaitGroup
+}
+
+// signalStop tells the broker's background work to stop; safe to call
+// more than once and from any goroutine.
+func (b *Broker) signalStop() {
+	b.stopOnce.Do(func() {
+		close(b.stop)
+		b.cancel()
+	})
 }
 
 // Open starts the node: the controller group (bootstrapped on a new data
@@ -118,13 +137,25 @@ func Open(opts Options) (*Broker, error) {
 		return nil, err
 	}
 	b := newBroker(opts, props)
+	if opts.Context != nil {
+		stopWaiting := context.AfterFunc(opts.Context, b.signalStop)
+		defer stopWaiting()
+	}
+	// An error while opts.Context ended says so (errors.Is(err,
+	// context.Canceled)): the process was told to stop while starting.
+	stopped := func(err error) error {
+		if opts.Context != nil && opts.Context.Err() != nil {
+			return fmt.Errorf("%w (%w)", err, opts.Context.Err())
+		}
+		return err
+	}
 	fail := func(err error) (*Broker, error) {
 		b.Close()
-		return nil, err
+		return nil, stopped(err)
 	}
 	if err := b.openController(); err != nil {
-		close(b.stop)
-		return nil, err
+		b.signalStop()
+		return nil, stopped(err)
 	}
 	if err := b.ctrl.register(); err != nil {
 		return fail(err)
@@ -179,7 +210,8 @@ func newBroker(opts Options, props *config.Values) *Broker {
 		logFS:      opts.LogFS,
 		stop:       make(chan struct{}),
 	}
-	b.ctrl = newControllerNode(opts.Node, opts.Logger, b.stop)
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.ctrl = newControllerNode(b.ctx, opts.Node, opts.Logger, b.stop)
 	view := func() *controller.View { return b.ctrl.state.View() }
 	// The logs' and produce's clock is whatever b.now is when read: a
 	// test sets it after Open.
@@ -228,11 +260,7 @@ func (b *Broker) Close() error {
 	if !b.shut() {
 		return nil
 	}
-	select {
-	case <-b.stop:
-	default:
-		close(b.stop)
-	}
+	b.signalStop()
 	b.done.Wait()
 	if c := b.groups.Load(); c != nil {
 		c.Close()

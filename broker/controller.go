@@ -45,6 +45,7 @@ type controllerNode struct {
 	node   config.Node
 	logger *slog.Logger
 	stop   <-chan struct{} // closed when the broker stops
+	ctx    context.Context // ends when the broker stops
 
 	mux   *raft.Mux
 	group *raft.Group
@@ -62,8 +63,8 @@ type controllerNode struct {
 	progress   chan struct{} // closed and replaced when reconciled advances, by mu
 }
 
-func newControllerNode(node config.Node, logger *slog.Logger, stop <-chan struct{}) *controllerNode {
-	return &controllerNode{node: node, logger: logger, stop: stop, changed: make(chan struct{}, 1), progress: make(chan struct{})}
+func newControllerNode(ctx context.Context, node config.Node, logger *slog.Logger, stop <-chan struct{}) *controllerNode {
+	return &controllerNode{node: node, logger: logger, stop: stop, ctx: ctx, changed: make(chan struct{}, 1), progress: make(chan struct{})}
 }
 
 // openController starts the controller group on rpc_addr, bootstraps it
@@ -137,7 +138,7 @@ func (c *controllerNode) open(opts controller.Options, registerer prometheus.Reg
 		return err
 	}
 	self := raft.Server{ID: id, Addr: addr, Voter: true}
-	ctx, cancel := context.WithTimeout(context.Background(), joinTimeout)
+	ctx, cancel := context.WithTimeout(c.ctx, joinTimeout)
 	defer cancel()
 	if !c.group.HasExistingState() {
 		var err error
@@ -253,7 +254,7 @@ func (c *controllerNode) register() error {
 // the topic table reflects it. Refusals come back as the command's Kafka
 // error; a controller that cannot commit is NOT_CONTROLLER (retriable).
 func (c *controllerNode) propose(cmd controller.Command) (controller.Result, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), proposeTimeout)
+	ctx, cancel := context.WithTimeout(c.ctx, proposeTimeout)
 	defer cancel()
 	return c.proposeCtx(ctx, cmd, true)
 }

@@ -2,6 +2,8 @@ package integration
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,4 +185,40 @@ func TestClusterFiveBrokers(t *testing.T) {
 	createTopicVia(t, via, "five", 5)
 	leaders := waitTopicEverywhere(t, survivors, "five", 5, topicTimeout)
 	t.Logf("partition leaders of five: %v", leaders)
+}
+
+// TestStopWhileJoining: a broker restarted while the rest of its cluster
+// is down waits for a controller leader (up to a minute) before it
+// serves; SIGTERM then stops it at once, exit 0, as it does a running
+// broker without a controller quorum.
+func TestStopWhileJoining(t *testing.T) {
+	t.Parallel()
+	bs := StartCluster(t, 3)
+	bs[1].Stop(t)
+	bs[2].Stop(t)
+	bs[0].Stop(t) // alone, without a quorum
+
+	campaigns := func() int {
+		data, err := os.ReadFile(bs[0].LogPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(string(data), `msg="entering candidate state" raft_group=controller`)
+	}
+	before := campaigns()
+	if err := bs[0].launch(); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, 30*time.Second, "node 0 campaigning for the controller group alone", func() error {
+		if n := campaigns(); n <= before {
+			return fmt.Errorf("%d campaigns logged, %d before the restart", n, before)
+		}
+		return nil
+	})
+	start := time.Now()
+	bs[0].Stop(t) // exit 0 within 15 s
+	t.Logf("stopped %v after SIGTERM while waiting for a controller", time.Since(start).Round(time.Millisecond))
+	if log := bs[0].Log(); !strings.Contains(log, "shutting down before the broker finished starting") {
+		t.Fatalf("no log of a stop during start:\n%s", bs[0].logTail(8<<10))
+	}
 }

@@ -46,8 +46,13 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := broker.Open(broker.Options{Node: node, Logger: logger, Registerer: reg, Now: testClock(), LogFS: logFS})
+	b, err := broker.Open(broker.Options{Node: node, Logger: logger, Registerer: reg, Now: testClock(), LogFS: logFS, Context: ctx})
 	if err != nil {
+		if ctx.Err() != nil {
+			// Told to stop while starting: a stop, not a failure.
+			logger.Info("shutting down before the broker finished starting", "err", err)
+			return nil
+		}
 		return fmt.Errorf("open broker: %w", err)
 	}
 	defer func() {
