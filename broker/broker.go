@@ -95,22 +95,13 @@ type Broker struct {
 	// txns is the transaction coordinator (txns.go), set once at Open.
 	txns atomic.Pointer[txn.Coordinator]
 
-	stop chan struct{}
-	// stopOnce closes stop and ends ctx, which bounds the broker's own
-	// waits (joining, controller proposals).
-	stopOnce sync.Once
-	ctx      context.Context
-	cancel   context.CancelFunc
-	done     sync.WaitGroup
-}
-
-// signalStop tells the broker's background work to stop; safe to call
-// more than once and from any goroutine.
-func (b *Broker) signalStop() {
-	b.stopOnce.Do(func() {
-		close(b.stop)
-		b.cancel()
-	})
+	// ctx ends when the broker stops (cancel, from Close or a failed
+	// Open): its background work stops and its own waits (joining,
+	// controller proposals) give up. stop is ctx.Done().
+	ctx    context.Context
+	cancel context.CancelFunc
+	stop   <-chan struct{}
+	done   sync.WaitGroup
 }
 
 // Open starts the node: the controller group (bootstrapped on a new data
@@ -138,7 +129,7 @@ func Open(opts Options) (*Broker, error) {
 	}
 	b := newBroker(opts, props)
 	if opts.Context != nil {
-		stopWaiting := context.AfterFunc(opts.Context, b.signalStop)
+		stopWaiting := context.AfterFunc(opts.Context, b.cancel)
 		defer stopWaiting()
 	}
 	// An error while opts.Context ended says so (errors.Is(err,
@@ -154,7 +145,7 @@ func Open(opts Options) (*Broker, error) {
 		return nil, stopped(err)
 	}
 	if err := b.openController(); err != nil {
-		b.signalStop()
+		b.cancel()
 		return nil, stopped(err)
 	}
 	if err := b.ctrl.register(); err != nil {
@@ -208,10 +199,10 @@ func newBroker(opts Options, props *config.Values) *Broker {
 		props:      props,
 		now:        opts.Now,
 		logFS:      opts.LogFS,
-		stop:       make(chan struct{}),
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
-	b.ctrl = newControllerNode(b.ctx, opts.Node, opts.Logger, b.stop)
+	b.stop = b.ctx.Done()
+	b.ctrl = newControllerNode(b.ctx, opts.Node, opts.Logger)
 	view := func() *controller.View { return b.ctrl.state.View() }
 	// The logs' and produce's clock is whatever b.now is when read: a
 	// test sets it after Open.
@@ -260,7 +251,7 @@ func (b *Broker) Close() error {
 	if !b.shut() {
 		return nil
 	}
-	b.signalStop()
+	b.cancel()
 	b.done.Wait()
 	if c := b.groups.Load(); c != nil {
 		c.Close()

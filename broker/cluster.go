@@ -200,7 +200,7 @@ func (c *controllerNode) applyCommand(ctx context.Context, data []byte) (control
 		select {
 		case <-ctx.Done():
 			return controller.Result{}, 0, fmt.Errorf("%w: no controller leader answered: %v", kerr.NotController, ctx.Err())
-		case <-c.stop:
+		case <-c.ctx.Done():
 			return controller.Result{}, 0, fmt.Errorf("%w: shutting down", kerr.NotController)
 		case <-time.After(50 * time.Millisecond):
 		}

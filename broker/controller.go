@@ -44,7 +44,6 @@ const proposeTimeout = 15 * time.Second
 type controllerNode struct {
 	node   config.Node
 	logger *slog.Logger
-	stop   <-chan struct{} // closed when the broker stops
 	ctx    context.Context // ends when the broker stops
 
 	mux   *raft.Mux
@@ -63,8 +62,8 @@ type controllerNode struct {
 	progress   chan struct{} // closed and replaced when reconciled advances, by mu
 }
 
-func newControllerNode(ctx context.Context, node config.Node, logger *slog.Logger, stop <-chan struct{}) *controllerNode {
-	return &controllerNode{node: node, logger: logger, stop: stop, ctx: ctx, changed: make(chan struct{}, 1), progress: make(chan struct{})}
+func newControllerNode(ctx context.Context, node config.Node, logger *slog.Logger) *controllerNode {
+	return &controllerNode{node: node, logger: logger, ctx: ctx, changed: make(chan struct{}, 1), progress: make(chan struct{})}
 }
 
 // openController starts the controller group on rpc_addr, bootstraps it
@@ -238,7 +237,7 @@ func (c *controllerNode) register() error {
 		c.logger.Info("registering again: no controller took the registration", "err", err)
 		select {
 		case <-time.After(200 * time.Millisecond):
-		case <-c.stop:
+		case <-c.ctx.Done():
 			return fmt.Errorf("register broker %d: %w", c.node.NodeID, err)
 		}
 		res, err = c.propose(reg)
@@ -305,7 +304,7 @@ func (c *controllerNode) waitReconciled(ctx context.Context, index uint64) error
 		case <-progress:
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-c.stop:
+		case <-c.ctx.Done():
 			return errors.New("broker is shutting down")
 		}
 	}

@@ -41,43 +41,6 @@ func (m *Machine) ApplyBatch(entries []raft.Entry) []any {
 	return out
 }
 
-// applyBatch applies entries committed together, in index order, and
-// returns what Apply would have returned for each, applied one after
-// another. The views between them are never published: readers, waiters
-// and subscribers see the view after the last one (one Change, for the
-// last entry), and the batch changes in place what it copied itself
-// (batchOwned), so a run of leader reports about one topic copies it
-// once.
-func (s *State) applyBatch(entries []raft.Entry) []Result {
-	s.applyMu.Lock()
-	defer s.applyMu.Unlock()
-	first := s.view.Load()
-	cur := first
-	owned := &batchOwned{topics: map[*Topic]bool{}}
-	results := make([]Result, len(entries))
-	var typ CommandType
-	for i, re := range entries {
-		if re.Index <= cur.index {
-			results[i] = Result{Index: re.Index, Err: errStaleIndex(re.Index, cur.index)}
-			continue
-		}
-		e, err := Decode(re.Data)
-		if err != nil {
-			next := *cur
-			next.index = re.Index
-			cur, results[i], typ = &next, Result{Index: re.Index, Err: decodeError(err)}, 0
-			continue
-		}
-		cur, results[i] = apply(&s.opts, cur, re.Index, e, owned)
-		typ = typeOf(e.Cmd)
-		owned.disown(results[i].Topic)
-	}
-	if cur != first {
-		s.publish(first, cur, typ, results[len(results)-1])
-	}
-	return results
-}
-
 // MembershipApplied advances the applied index over a configuration
 // entry.
 func (m *Machine) MembershipApplied(index uint64) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weir-broker/weir/config"
+	"github.com/weir-broker/weir/raft"
 	"slices"
 )
 
@@ -522,21 +523,58 @@ func (s *State) Subscribe(fn func(Change)) (unsubscribe func()) {
 // UNSUPPORTED_VERSION or INVALID_REQUEST: every node running the same code
 // refuses it alike. An index not above the applied one is ignored.
 func (s *State) Apply(index uint64, data []byte) Result {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	cur := s.view.Load()
+	if index <= cur.index {
+		return Result{Index: index, Err: errStaleIndex(index, cur.index)}
+	}
+	next, r, typ := s.applyEncoded(cur, index, data, nil)
+	s.publish(cur, next, typ, r)
+	return r
+}
+
+// applyEncoded applies the encoded entry at index to cur (Apply's rules)
+// and returns the next view, the answer and the command's type (0 for
+// an entry that does not decode).
+func (s *State) applyEncoded(cur *View, index uint64, data []byte, owned *batchOwned) (*View, Result, CommandType) {
 	e, err := Decode(data)
 	if err != nil {
-		s.applyMu.Lock()
-		defer s.applyMu.Unlock()
-		cur := s.view.Load()
-		if index <= cur.index {
-			return Result{Index: index, Err: errStaleIndex(index, cur.index)}
-		}
 		next := *cur
 		next.index = index
-		r := Result{Index: index, Err: decodeError(err)}
-		s.publish(cur, &next, 0, r)
-		return r
+		return &next, Result{Index: index, Err: decodeError(err)}, 0
 	}
-	return s.ApplyEntry(index, e)
+	next, r := apply(&s.opts, cur, index, e, owned)
+	return next, r, typeOf(e.Cmd)
+}
+
+// applyBatch applies entries committed together, in index order, and
+// returns what Apply would have returned for each, applied one after
+// another. The views between them are never published: readers, waiters
+// and subscribers see the view after the last one (one Change, for the
+// last entry), and the batch changes in place what it copied itself
+// (batchOwned), so a run of leader reports about one topic copies it
+// once.
+func (s *State) applyBatch(entries []raft.Entry) []Result {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	first := s.view.Load()
+	cur := first
+	owned := &batchOwned{topics: map[*Topic]bool{}}
+	results := make([]Result, len(entries))
+	var typ CommandType
+	for i, e := range entries {
+		if e.Index <= cur.index {
+			results[i] = Result{Index: e.Index, Err: errStaleIndex(e.Index, cur.index)}
+			continue
+		}
+		cur, results[i], typ = s.applyEncoded(cur, e.Index, e.Data, owned)
+		owned.disown(results[i].Topic)
+	}
+	if cur != first {
+		s.publish(first, cur, typ, results[len(results)-1])
+	}
+	return results
 }
 
 // ApplyEntry applies a decoded entry at log index index.
