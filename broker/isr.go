@@ -292,44 +292,55 @@ func (rs *Replicas) recordLeaderHighWatermarks(addr string, data []byte) {
 
 // maintainLeaders reports ISR changes of the partitions led here and
 // hands leadership to preferred replicas that are back in sync. Reports
-// go out concurrently (a few at a time), each computed just before it is
-// proposed, so one slow proposal neither delays the others nor makes
-// them stale.
+// go out concurrently (maxConcurrentReports workers), each computed just
+// before it is proposed, so one slow proposal neither delays the others
+// nor makes them stale. Workers rather than a goroutine per partition:
+// this runs every second over every partition led here, and almost
+// always finds nothing to do.
 func (rs *Replicas) maintainLeaders() {
 	v := rs.view()
 	lagMax := time.Duration(rs.props.Int("replica_lag_time_max_ms")) * time.Millisecond
 	balance := rs.props.Bool("enable_leader_balancer")
-	sem := make(chan struct{}, maxConcurrentReports)
+	led := make(chan *Partition)
 	var wg sync.WaitGroup
-	for _, p := range rs.localReplicas() {
-		if p.LeaderEpoch() < 0 {
-			continue
-		}
-		// One partition's copy, not its topic's: a topic of thousands
-		// of partitions would be copied once per partition otherwise.
-		cp, ok := v.Partition(p.topic.ID(), p.Index)
-		if !ok {
-			continue
-		}
-		sem <- struct{}{}
+	for range maxConcurrentReports {
 		wg.Add(1)
 		go func() {
-			defer func() { <-sem; wg.Done() }()
-			// One copy of the group's configuration serves both.
-			servers, err := p.group.Configuration()
-			if err != nil {
-				return
-			}
-			rs.reportISR(p, cp, servers, lagMax)
-			if rs.maintainMembers(p, cp, v, servers, time.Now()) {
-				return
-			}
-			if balance {
-				rs.balanceLeader(p, cp, time.Now(), lagMax, v)
+			defer wg.Done()
+			for p := range led {
+				rs.maintainLeader(p, v, lagMax, balance)
 			}
 		}()
 	}
+	for _, p := range rs.localReplicas() {
+		if p.LeaderEpoch() >= 0 {
+			led <- p
+		}
+	}
+	close(led)
 	wg.Wait()
+}
+
+// maintainLeader is maintainLeaders' work for one partition.
+func (rs *Replicas) maintainLeader(p *Partition, v *controller.View, lagMax time.Duration, balance bool) {
+	// One partition's copy, not its topic's: a topic of thousands of
+	// partitions would be copied once per partition otherwise.
+	cp, ok := v.Partition(p.topic.ID(), p.Index)
+	if !ok {
+		return
+	}
+	// One copy of the group's configuration serves both.
+	servers, err := p.group.Configuration()
+	if err != nil {
+		return
+	}
+	rs.reportISR(p, cp, servers, lagMax)
+	if rs.maintainMembers(p, cp, v, servers, time.Now()) {
+		return
+	}
+	if balance {
+		rs.balanceLeader(p, cp, time.Now(), lagMax, v)
+	}
 }
 
 // maxConcurrentReports bounds the controller proposals one broker's
@@ -417,7 +428,10 @@ func (rs *Replicas) maintainMembers(p *Partition, cp controller.Partition, v *co
 		if err != nil || !slices.Contains(cp.Replicas, int32(id)) || !v.Live(int32(id), now) {
 			continue
 		}
-		want := rs.memberAddr(int32(id), v)
+		want := s.Addr // as a rule; built only when it differs
+		if !rs.isMemberAddr(s.Addr, int32(id), v) {
+			want = rs.memberAddr(int32(id), v)
+		}
 		_, wantIncarnation := raft.SplitMemberAddr(want)
 		_, haveIncarnation := raft.SplitMemberAddr(s.Addr)
 		var change string

@@ -273,8 +273,11 @@ func (rs *Replicas) openReplica(t *Topic, index int32, cp controller.Partition, 
 // sees, lags the leader's by at most about 2.7 s after produce stops
 // (while produce flows, every append carries it). hashicorp's own
 // keep-alive, an empty append every CommitTimeout–2×CommitTimeout, is
-// thereby left only as its retry of a follower that missed an append:
-// every 4–8 s. The heartbeats alone keep the leader's lease (3 s, so that
+// thereby needed only by peers that do not take commit notices (a rolling
+// upgrade from an older release): every 30–60 s. Its other role, retrying
+// a follower whose append failed, is the leader's catch-up barrier
+// (raft/catchup.go), written once such a follower answers heartbeats
+// again. The heartbeats alone keep the leader's lease (3 s, so that
 // a heartbeat delayed by its batch still renews it) and reach a follower
 // within its heartbeat timeout (3 s); one that times out anyway only
 // starts a pre-vote, which the replicas that still hear from the leader
@@ -293,7 +296,7 @@ const (
 	partitionLeaderHeartbeatTimeout = 12 * time.Second
 	partitionElectionTimeout        = 3 * time.Second
 	partitionLeaseTimeout           = 3 * time.Second
-	partitionCommitTimeout          = 4 * time.Second
+	partitionCommitTimeout          = 30 * time.Second
 )
 
 // soloRaftTimeouts are the timers of a group with a single voter: it
@@ -325,6 +328,20 @@ func (rs *Replicas) memberAddr(id int32, v *controller.View) string {
 		return ""
 	}
 	return raft.MemberAddr(reg.RPCAddr, reg.Incarnation.String())
+}
+
+// isMemberAddr reports whether addr is memberAddr(id, v) without
+// building it: leaders check every follower of every group every second.
+func (rs *Replicas) isMemberAddr(addr string, id int32, v *controller.View) bool {
+	if id == rs.node.NodeID {
+		return addr == rs.memberAddr(id, v)
+	}
+	reg, ok := v.Broker(id)
+	if !ok {
+		return addr == ""
+	}
+	host, identity := raft.SplitMemberAddr(addr)
+	return host == reg.RPCAddr && reg.Incarnation.Is(identity)
 }
 
 // signalStop stops the replica's background work (once).

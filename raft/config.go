@@ -16,11 +16,13 @@ import (
 // timers itself (no shared tick, no quiescing), so an idle leader still
 // sends each follower a heartbeat every HeartbeatTimeout/10 (randomised
 // up to ×2) and an empty AppendEntries every CommitTimeout (×1–2), by
-// which hashicorp tells followers the commit index; weir's transport
-// carries the commit index with the heartbeats too (transport_commit.go),
-// so a group may set CommitTimeout long. With the defaults below that is
-// about 3 + 2 ≈ 5 RPCs/s per follower per idle group, against about 20
-// with hashicorp's (1 s, 50 ms). doc.go has the measured cost.
+// which hashicorp tells followers the commit index and retries a
+// follower whose append failed; weir's transport carries the commit index
+// with the heartbeats too (transport_commit.go) and the group's leader
+// wakes a stalled follower's replication itself (catchup.go), so a group
+// may set CommitTimeout long. With the defaults below that is about
+// 3 + 2 ≈ 5 RPCs/s per follower per idle group, against about 20 with
+// hashicorp's (1 s, 50 ms). doc.go has the measured cost.
 type Config struct {
 	// Group names the Raft group; it is its snapshots' directory under
 	// Dir and its name on the wire and in the shared log ([A-Za-z0-9._-],
@@ -61,8 +63,10 @@ type Config struct {
 	// interval.
 	LeaderHeartbeatTimeout time.Duration
 	// CommitTimeout: the idle leader's interval (×1–2) for telling
-	// followers the commit index. It bounds how stale an idle follower's
-	// applied state is. Default 200 ms (hashicorp: 50 ms).
+	// followers the commit index, where commit notices do not (peers of
+	// an older release), and hashicorp's retry of a failed append to a
+	// follower that catchup.go has not woken. Default 200 ms (hashicorp:
+	// 50 ms).
 	CommitTimeout time.Duration
 
 	// SnapshotInterval, SnapshotThreshold and TrailingLogs pass through to
@@ -114,7 +118,7 @@ const maxTransportDelay = 250 * time.Millisecond
 // transportDelay is the group's TransportOptions.Delay: a small fraction
 // of each timer the wait adds to (the followers' heartbeat timeout, the
 // leader's lease, the commit-index keep-alive), at most
-// maxTransportDelay. Partitions (3 s, 3 s, 4 s) wait the full 250 ms;
+// maxTransportDelay. Partitions (3 s, 3 s, 30 s) wait the full 250 ms;
 // the controller (2 s, 1 s, 200 ms) 50 ms.
 func (c *Config) transportDelay() time.Duration {
 	d := min(c.HeartbeatTimeout/12, c.LeaderLeaseTimeout/10, c.CommitTimeout/4, maxTransportDelay)

@@ -23,6 +23,7 @@
 //	rpc_client.go  the calling side: a connection pool per (peer, service)
 //	rpc_frame.go   frame codec and RPC metrics
 //	config.go   per-group Config and the timer defaults
+//	catchup.go  the leader wakes a stalled follower's replication
 //	statemachine.go  StateMachine, weir's view of hashicorp's FSM
 //	                 (BatchStateMachine: committed entries in one call)
 //	metrics.go  Prometheus collectors
@@ -64,7 +65,11 @@
 //     (transport_commit.go), and the follower's Raft gets it as an
 //     append without entries, so CommitTimeout's keep-alive need not
 //     run often; nodes announce that they take such notices in their
-//     heartbeat answers, so older peers never see them.
+//     heartbeat answers, so older peers never see them. The keep-alive's
+//     other role, retrying a follower whose append failed, is the
+//     leader's: a follower that answers heartbeats but stays behind
+//     without acknowledging appends gets a barrier written for it, which
+//     wakes its replication (catchup.go).
 //   - Logging: each group logs through the broker's slog logger
 //     (logging.go); its errors about a peer (failed heartbeats, appends,
 //     votes, each retry) pass a node-wide limit of one line per message
@@ -147,6 +152,7 @@
 //	weir_raft_transport_heartbeats_total{direction}   ÷ frames = groups per frame
 //	weir_raft_transport_heartbeats_held_total     heartbeats kept for a peer's next dial
 //	weir_raft_transport_heartbeat_batch_groups    histogram of groups per frame
+//	weir_raft_follower_catch_ups_total            barriers written to wake a stalled follower
 //	weir_raft_transport_frames_total{direction}, _bytes_total{direction}
 //	weir_raft_transport_connections{direction}
 //	weir_raft_transport_rpc_errors_total{kind}

@@ -44,6 +44,14 @@ type Group struct {
 	mustTell                         bool // a new onLeader is told the current leadership
 	stopped                          bool // Shutdown ran: nobody is told anything any more
 
+	// catchUpAt and catchUpWait pace the barriers that wake a stalled
+	// follower's replication (catchup.go); the leadership goroutine's own.
+	catchUpAt   time.Time
+	catchUpWait time.Duration
+
+	// leaderConf is the configuration last read while leading.
+	leaderConf atomic.Pointer[keptConfiguration]
+
 	// notifying: a NotifyFollowers request is pending
 	notifying atomic.Bool
 	// leaderChanges counts the leaders this member observed
@@ -369,19 +377,51 @@ func (g *Group) RemoveServer(ctx context.Context, id string) error {
 }
 
 // Configuration is the group's latest configuration as this node has it
-// (possibly not yet committed).
+// (possibly not yet committed). The slice may be shared with other
+// callers: it must not be changed.
+//
+// A leader's answer is kept and given again while its term, last index
+// and commit index stay the same: the broker asks every second for every
+// partition it leads, and each fresh copy (hashicorp's future and clone,
+// then this package's strings) was a fifth of an idle broker's
+// allocation. A leader's configuration changes only by an entry it
+// appends. hashicorp stores that entry (raising the last index) just
+// before it sets the new configuration, so an answer read in between can
+// be old under the new last index; but the entry's commit moves the
+// commit index, and that comes after, on the same goroutine. A
+// follower's is not kept: a conflict truncation can change its
+// configuration and leave its indexes where they were.
 func (g *Group) Configuration() ([]Server, error) {
+	leading := g.raft.State() == hraft.Leader
+	key := confKey{g.raft.CurrentTerm(), g.raft.LastIndex(), g.raft.CommitIndex()}
+	if leading {
+		if c := g.leaderConf.Load(); c != nil && c.key == key {
+			return c.servers, nil
+		}
+	}
 	f := g.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return nil, g.translate(err)
 	}
 	servers := f.Configuration().Servers
-	out := make([]Server, 0, len(servers)) // asked every second per partition led
+	out := make([]Server, 0, len(servers))
 	for _, s := range servers {
 		out = append(out, Server{ID: string(s.ID), Addr: string(s.Address), Voter: s.Suffrage == hraft.Voter})
 	}
+	if leading {
+		g.leaderConf.Store(&keptConfiguration{key: key, servers: out})
+	}
 	return out, nil
 }
+
+// keptConfiguration is a leader's configuration with the indexes it was
+// read at (Group.Configuration).
+type keptConfiguration struct {
+	key     confKey
+	servers []Server
+}
+
+type confKey struct{ term, last, commit uint64 }
 
 // Shutdown stops the group on this node and removes it from the mux; its
 // files stay for a later Start. Safe to call more than once.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -235,4 +236,56 @@ func TestLeaderFailover(t *testing.T) {
 	if nle.LeaderID != nl.node.id || nle.LeaderAddr != nl.node.mux.Addr() {
 		t.Errorf("NotLeaderError names %s at %s, want %s at %s", nle.LeaderID, nle.LeaderAddr, nl.node.id, nl.node.mux.Addr())
 	}
+}
+
+// TestLeaderConfigurationFollowsMembership: the leader keeps its answer
+// to Configuration while nothing changes, and every membership change is
+// in the next answer.
+func TestLeaderConfigurationFollowsMembership(t *testing.T) {
+	nodes := newNodes(t, 3)
+	ms := startGroup(t, nodes[:2], "members", fastConfig)
+	l := leader(t, ms, 5*time.Second)
+	applyN(t, ms, 3)
+
+	a, err := l.g.Configuration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.g.Configuration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a) != 2 || len(b) != 2 || &a[0] != &b[0] {
+		t.Fatalf("an idle leader's configuration was read again: %v then %v", a, b)
+	}
+
+	third := nodes[2]
+	if _, err := third.mux.Start(fastConfig("members", third, &countFSM{})); err != nil {
+		t.Fatal(err)
+	}
+	want := func(what string, servers []Server) {
+		t.Helper()
+		got, err := l.g.Configuration()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, servers) {
+			t.Fatalf("after %s: configuration %v, want %v", what, got, servers)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s := servers(nodes)
+	if err := l.g.AddNonvoter(ctx, third.id, third.mux.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	want("adding a non-voter", []Server{s[0], s[1], {ID: third.id, Addr: third.mux.Addr()}})
+	if err := l.g.AddVoter(ctx, third.id, third.mux.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	want("promoting it", s)
+	if err := l.g.RemoveServer(ctx, third.id); err != nil {
+		t.Fatal(err)
+	}
+	want("removing it", s[:2])
 }

@@ -71,9 +71,10 @@ func (m *Mux) dispatchLeadership() {
 			}
 		case g := <-m.leadCh:
 			g.checkLeadership()
-		case <-sweep.C:
+		case now := <-sweep.C:
 			for _, g := range m.runningGroups() {
 				g.checkLeadership()
+				g.catchUp(now)
 			}
 		}
 	}

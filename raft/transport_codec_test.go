@@ -200,8 +200,16 @@ func TestTransportCodecHeartbeats(t *testing.T) {
 		c.done = make(chan struct{})
 		c.resp = new(hraft.AppendEntriesResponse)
 	}
-	cc := &clientConn{}
+	cc := &clientConn{p: &peer{key: "127.0.0.1:9#inc"}}
 	(&hbFlight{cc: cc, calls: calls, kind: tpHeartbeats}).complete(fh.kind, rbody, nil)
+	// A successful answer in the request's term tells the leader the
+	// follower is up (catchup.go); one of another term does not.
+	if fm, ok := gts[0].commits.progressOf(cc.p.key, 10); !ok || fm.heard.IsZero() {
+		t.Errorf("group a's follower not heard from after a successful answer: %+v", fm)
+	}
+	if fm, ok := gts[2].commits.progressOf(cc.p.key, 12); ok && !fm.heard.IsZero() {
+		t.Errorf("group partition-77's follower heard from after an answer of another term: %+v", fm)
+	}
 	if !cc.notices.Load() {
 		t.Error("the answer's features byte did not mark the connection as taking commit notices")
 	}

@@ -56,8 +56,9 @@ type followerMatch struct {
 	indexTerm  uint64 // the term of the entry at index
 	commitSent uint64 // the highest commit index the follower was told
 	// lastAck is when the follower last acknowledged an append;
-	// caughtUp when such an append reached the leader's applied index.
-	lastAck, caughtUp time.Time
+	// caughtUp when such an append reached the leader's applied index;
+	// heard when it last answered a heartbeat (catchup.go).
+	lastAck, caughtUp, heard time.Time
 }
 
 // commitTracker is a group transport's commit-notice state: the Raft's

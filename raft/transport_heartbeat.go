@@ -238,6 +238,7 @@ func (f *hbFlight) complete(kind byte, body []byte, err error) {
 		return
 	}
 	var scratch hraft.AppendEntriesResponse
+	now := time.Now()
 	for _, c := range f.calls {
 		switch d.byte1() {
 		case 0:
@@ -245,6 +246,9 @@ func (f *hbFlight) complete(kind byte, body []byte, err error) {
 				decodeAppendResp(&d, c.resp)
 				if d.err == nil && c.notice.commit > 0 {
 					c.gt.commits.told(f.cc.p.key, c.req.Term, c.notice)
+				}
+				if d.err == nil && c.resp.Success && c.resp.Term == c.req.Term {
+					c.gt.commits.heard(f.cc.p.key, c.req.Term, now)
 				}
 				c.end(d.err)
 			} else {

@@ -47,6 +47,7 @@ type tpCounters struct {
 	noticesSent                atomic.Uint64 // commit notices in heartbeat batches sent
 	noticesDelivered           atomic.Uint64 // commit notices handed to a group's Raft
 	noticesIdle                atomic.Uint64 // received for a group already that far
+	catchUps                   atomic.Uint64 // barriers written to wake a stalled follower's replication
 	inbound, outbound          atomic.Int64
 	dials, dialFailures        atomic.Uint64
 	callsFailed                atomic.Uint64
@@ -71,6 +72,9 @@ type TransportStats struct {
 	// received and handed to the group's Raft, received for a group that
 	// had applied that far already.
 	CommitNoticesSent, CommitNoticesDelivered, CommitNoticesIdle uint64
+	// CatchUps counts barriers the groups led here wrote to wake the
+	// replication to a follower that stayed behind (catchup.go).
+	CatchUps uint64
 	// Connections open now (Connections = Inbound + Outbound), snapshot
 	// connections included.
 	Connections, InboundConnections, OutboundConnections int
@@ -106,8 +110,8 @@ func (h *transportHub) stats() TransportStats {
 		HeartbeatsSent: st.hbSent.Load(), HeartbeatsReceived: st.hbRecv.Load(),
 		HeartbeatsHeld:    st.hbHeld.Load(),
 		CommitNoticesSent: st.noticesSent.Load(), CommitNoticesDelivered: st.noticesDelivered.Load(),
-		CommitNoticesIdle: st.noticesIdle.Load(),
-		Connections:       in + out, InboundConnections: in, OutboundConnections: out,
+		CommitNoticesIdle: st.noticesIdle.Load(), CatchUps: st.catchUps.Load(),
+		Connections: in + out, InboundConnections: in, OutboundConnections: out,
 		Dials: st.dials.Load(), DialFailures: st.dialFailures.Load(),
 		CallsFailed: st.callsFailed.Load(),
 		BadFrames:   st.badFrames.Load(),
@@ -190,6 +194,7 @@ func (met *transportMetrics) unregister() {
 type tpCollector struct {
 	h                                                    *transportHub
 	frames, bytes, hbFrames, hbs, hbHeld, notices, conns *prometheus.Desc
+	catchUps                                             *prometheus.Desc
 }
 
 func newTpCollector(h *transportHub) *tpCollector {
@@ -209,6 +214,8 @@ func newTpCollector(h *transportHub) *tpCollector {
 		notices: prometheus.NewDesc("weir_raft_transport_commit_notices_total",
 			"Commit indexes carried with heartbeats to idle followers, by result (sent; received and delivered to the group; received for a group that had applied that far).",
 			[]string{"result"}, nil),
+		catchUps: prometheus.NewDesc("weir_raft_follower_catch_ups_total",
+			"Barriers written by groups led here to wake the replication to a follower that answered heartbeats but stayed behind after a failed append.", nil, nil),
 		conns: prometheus.NewDesc("weir_raft_transport_connections",
 			"Open connections of the shared Raft transport, by direction (inbound, outbound).", dir, nil),
 	}
@@ -221,6 +228,7 @@ func (c *tpCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.hbs
 	ch <- c.hbHeld
 	ch <- c.notices
+	ch <- c.catchUps
 	ch <- c.conns
 }
 
@@ -238,6 +246,7 @@ func (c *tpCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.notices, prometheus.CounterValue, float64(st.noticesSent.Load()), "sent")
 	ch <- prometheus.MustNewConstMetric(c.notices, prometheus.CounterValue, float64(st.noticesDelivered.Load()), "delivered")
 	ch <- prometheus.MustNewConstMetric(c.notices, prometheus.CounterValue, float64(st.noticesIdle.Load()), "already_applied")
+	ch <- prometheus.MustNewConstMetric(c.catchUps, prometheus.CounterValue, float64(st.catchUps.Load()))
 	ch <- prometheus.MustNewConstMetric(c.conns, prometheus.GaugeValue, float64(st.inbound.Load()), "inbound")
 	ch <- prometheus.MustNewConstMetric(c.conns, prometheus.GaugeValue, float64(st.outbound.Load()), "outbound")
 }

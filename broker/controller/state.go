@@ -55,6 +55,14 @@ type IncarnationID [16]byte
 
 func (id IncarnationID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
 
+// Is reports whether s is id's String, without allocating it.
+func (id IncarnationID) Is(s string) bool {
+	var buf [24]byte // base64 of 16 bytes: 22
+	n := base64.RawURLEncoding.EncodedLen(len(id))
+	base64.RawURLEncoding.Encode(buf[:n], id[:])
+	return string(buf[:n]) == s
+}
+
 // IsZero reports whether id is the zero UUID.
 func (id IncarnationID) IsZero() bool { return id == IncarnationID{} }
 
