@@ -16,8 +16,11 @@
 #      their growth per replica (N x 3) or per partition, and CPU while
 #      idle;
 #   4. kill -9 the broker leading the most partitions: time until every
-#      partition has another leader (FAILOVER_TIMEOUT); restart it: time
-#      until every ISR is full again (RECOVER_TIMEOUT).
+#      partition has another leader (FAILOVER_TIMEOUT); then wait until
+#      it is out of every ISR (RECOVER_TIMEOUT; the leaders' lag bound or
+#      its session ends it), so that its restart is measured from a
+#      shrunk ISR on both systems; restart it: time until every ISR is
+#      full again (RECOVER_TIMEOUT).
 # Then, on a fresh cluster, PRODUCERS concurrent weirctl bench produce
 # processes (one client each) write PRODUCE_RECORDS records of RECORD_SIZE
 # bytes in total with acks=all to a topic of PRODUCE_PARTITIONS partitions,
@@ -301,6 +304,12 @@ run_partitions() { # SYSTEM KIND N (KIND: weir or kafka; SYSTEM: where results g
 			bench scale wait "scale-$n" --until moved --broker "$victim" --timeout "${failover_timeout}s" \
 			--since-unix-ms "$since" >"$d/failover.json" 2>>"$d/notes" || rc=$?
 		[ "$rc" -eq 0 ] || note "$d/notes" "bench scale wait --until moved exited with status $rc"
+		rc=0
+		weirctl $((recover_timeout + 30)) --brokers "$(cluster_brokers "$victim")" --timeout 2s --format json \
+			bench scale wait "scale-$n" --until out --broker "$victim" --timeout "${recover_timeout}s" \
+			--since-unix-ms "$since" >"$d/out.json" 2>>"$d/notes" || rc=$?
+		[ "$rc" -eq 0 ] || note "$d/notes" "bench scale wait --until out exited with status $rc"
+		say "$sys, $n partitions: broker $victim out of every ISR $(json_get "$d/out.json" '"%.2fs" % d["seconds"] if d["met"] else "not within %gs" % d["timeout_seconds"]' 2>/dev/null || echo '?') after the kill"
 		say "$sys, $n partitions: restart broker $victim, bound ${recover_timeout}s"
 		since=$(now_ms)
 		restart_node "$victim" 2>>"$d/notes" || note "$d/notes" "restarting broker $victim failed"

@@ -23,12 +23,20 @@ type scalePartition struct {
 	leader   int32
 	replicas int
 	isr      int
+	isrIDs   []int32 // shared with the Metadata answer
 }
 
 // settled: led, and every replica in sync. A partition whose replica set
 // is empty is not settled: it was not really created.
 func (p scalePartition) settled() bool {
 	return p.leader >= 0 && p.replicas > 0 && p.isr >= p.replicas
+}
+
+// outOfISR: led, and broker b in no ISR (its replica counted out of sync,
+// as after it has been down longer than the leader's lag bound or its
+// session).
+func (p scalePartition) outOfISR(b int32) bool {
+	return p.leader >= 0 && !slices.Contains(p.isrIDs, b)
 }
 
 // scaleView is one Metadata answer reduced to what bench scale needs.
@@ -56,7 +64,7 @@ func newScaleView(m kadm.Metadata, named []string) scaleView {
 		}
 		ps := make(map[int32]scalePartition, len(t.Partitions))
 		for id, p := range t.Partitions {
-			ps[id] = scalePartition{leader: p.Leader, replicas: len(p.Replicas), isr: len(p.ISR)}
+			ps[id] = scalePartition{leader: p.Leader, replicas: len(p.Replicas), isr: len(p.ISR), isrIDs: p.ISR}
 		}
 		v.topics[name] = ps
 	}
@@ -285,10 +293,13 @@ func scaleWait(ctx context.Context, g *cli.Options, o *scaleWaitOptions) (*scale
 	defer cl.Close()
 	cond := scalePartition.settled
 	res := &scaleWaitResult{Until: o.until, TimeoutSeconds: o.limit.Seconds()}
-	if o.until == waitMoved {
-		b := o.broker
+	switch b := o.broker; o.until {
+	case waitMoved:
 		res.Broker = &b
 		cond = func(p scalePartition) bool { return p.leader >= 0 && p.leader != b }
+	case waitOut:
+		res.Broker = &b
+		cond = func(p scalePartition) bool { return p.outOfISR(b) }
 	}
 	p := pollMetadata(ctx, g, kadm.NewClient(cl), o.topics, o.since.Add(o.limit), o.interval, func(v scaleView) int {
 		return v.pending(0, cond)

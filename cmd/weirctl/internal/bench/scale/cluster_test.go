@@ -78,6 +78,21 @@ func TestScalePartitionSettled(t *testing.T) {
 	}
 }
 
+func TestScalePartitionOutOfISR(t *testing.T) {
+	for _, tc := range []struct {
+		p    scalePartition
+		want bool
+	}{
+		{scalePartition{leader: 0, replicas: 3, isr: 2, isrIDs: []int32{0, 2}}, true},
+		{scalePartition{leader: 0, replicas: 3, isr: 3, isrIDs: []int32{0, 1, 2}}, false},
+		{scalePartition{leader: -1, replicas: 3, isr: 2, isrIDs: []int32{0, 2}}, false},
+	} {
+		if got := tc.p.outOfISR(1); got != tc.want {
+			t.Errorf("%+v outOfISR(1) = %v, want %v", tc.p, got, tc.want)
+		}
+	}
+}
+
 func TestMostLeaders(t *testing.T) {
 	for _, tc := range []struct {
 		leaders map[int32]int

@@ -31,6 +31,7 @@ import (
 //	SYS/pN/idle.json        bench scale sample after creating it
 //	SYS/pN/layout.json      bench scale layout just before the kill
 //	SYS/pN/failover.json    bench scale wait --until moved after it
+//	SYS/pN/out.json         bench scale wait --until out after that
 //	SYS/pN/recover.json     bench scale wait --until settled after restart
 //	SYS/pN/notes            optional, as SYS/notes
 //	SYS/produce/create.json     bench scale create of the produce topic
@@ -73,6 +74,7 @@ type scaleRun struct {
 	Idle       *scaleSampleResult `json:"idle"`
 	Layout     *scaleLayoutResult `json:"layout"`
 	Failover   *scaleWaitResult   `json:"failover"`
+	Out        *scaleWaitResult   `json:"out"`
 	Recover    *scaleWaitResult   `json:"recover"`
 	Figures    scaleFigures       `json:"figures"`
 }
@@ -104,6 +106,8 @@ type scaleFigures struct {
 	KilledBrokerLed        *int     `json:"killed_broker_led"`
 	FailoverSeconds        *float64 `json:"failover_seconds"`
 	FailoverTimeoutSeconds float64  `json:"failover_timeout_seconds,omitempty"`
+	OutSeconds             *float64 `json:"out_seconds"`
+	OutTimeoutSeconds      float64  `json:"out_timeout_seconds,omitempty"`
 	RecoverSeconds         *float64 `json:"recover_seconds"`
 	RecoverTimeoutSeconds  float64  `json:"recover_timeout_seconds,omitempty"`
 }
@@ -200,7 +204,7 @@ func loadScaleRun(dir string, partitions int) (*scaleRun, error) {
 		into any
 	}{
 		{"empty.json", &r.Empty}, {"create.json", &r.Create}, {"idle.json", &r.Idle},
-		{"layout.json", &r.Layout}, {"failover.json", &r.Failover}, {"recover.json", &r.Recover},
+		{"layout.json", &r.Layout}, {"failover.json", &r.Failover}, {"out.json", &r.Out}, {"recover.json", &r.Recover},
 	} {
 		if err := readJSONIfPresent(filepath.Join(dir, f.name), f.into); err != nil {
 			return nil, err
@@ -299,6 +303,9 @@ func (r *scaleRun) figures() scaleFigures {
 	if r.Failover != nil {
 		f.FailoverSeconds, f.FailoverTimeoutSeconds = r.Failover.Seconds, r.Failover.TimeoutSeconds
 	}
+	if r.Out != nil {
+		f.OutSeconds, f.OutTimeoutSeconds = r.Out.Seconds, r.Out.TimeoutSeconds
+	}
 	if r.Recover != nil {
 		f.RecoverSeconds, f.RecoverTimeoutSeconds = r.Recover.Seconds, r.Recover.TimeoutSeconds
 	}
@@ -341,6 +348,7 @@ func scaleMetrics() []scaleMetric {
 		{name: "RSS MiB (3 brokers)", perRun: func(f scaleFigures) *float64 { return kibToMiB(f.IdleRSSKiB) }, prec: 0},
 		{name: "idle CPU % of a core", perRun: func(f scaleFigures) *float64 { return f.IdleCPUPercent }, prec: 1},
 		{name: "failover: re-led s", perRun: func(f scaleFigures) *float64 { return f.FailoverSeconds }, prec: 2},
+		{name: "out of every ISR s", perRun: func(f scaleFigures) *float64 { return f.OutSeconds }, prec: 2},
 		{name: "rejoin: ISR full s", perRun: func(f scaleFigures) *float64 { return f.RecoverSeconds }, prec: 2},
 		{name: "produce MB/s", produce: func(p *scaleProduceEx) *float64 { return produceFigure(p, p.MBPerSec) }, prec: 2},
 		{name: "produce records/s", produce: func(p *scaleProduceEx) *float64 { return produceFigure(p, p.RecordsPerSec) }, prec: 0},
@@ -522,6 +530,7 @@ func (s *scaleSystem) write(w io.Writer) error {
 		return fmt.Sprintf("%d (%d)", *f.KilledBroker, *f.KilledBrokerLed)
 	})
 	row("failover: all re-led s", dash, func(f scaleFigures) string { return fmtTime(f.FailoverSeconds, f.FailoverTimeoutSeconds) })
+	row("killed broker out of every ISR s", dash, func(f scaleFigures) string { return fmtTime(f.OutSeconds, f.OutTimeoutSeconds) })
 	row("rejoin: every ISR full s", dash, func(f scaleFigures) string { return fmtTime(f.RecoverSeconds, f.RecoverTimeoutSeconds) })
 	if err := t.Write(w); err != nil {
 		return err

@@ -28,6 +28,7 @@ const (
 
 	waitSettled = "settled"
 	waitMoved   = "moved"
+	waitOut     = "out"
 )
 
 // NewCommand is weirctl bench scale.
@@ -97,6 +98,7 @@ func newBenchScaleWaitCommand(g *cli.Options) *cobra.Command {
 			"named ones, or every non-internal topic.\n" +
 			"  --until settled  every partition has a leader and a full ISR\n" +
 			"  --until moved    every partition has a leader other than --broker\n" +
+			"  --until out      every partition has a leader and --broker is in no ISR\n" +
 			"Running out of time is reported (met: false), not an error. Give\n" +
 			"--brokers without the broker that was killed: a dead seed only slows\n" +
 			"the first poll down.",
@@ -120,8 +122,8 @@ func newBenchScaleWaitCommand(g *cli.Options) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.until, "until", waitSettled, "condition: settled or moved")
-	f.Int32Var(&o.broker, "broker", -1, "with --until moved: the broker whose partitions must find another leader")
+	f.StringVar(&o.until, "until", waitSettled, "condition: settled, moved or out")
+	f.Int32Var(&o.broker, "broker", -1, "with --until moved or out: the broker whose partitions must find another leader, or that must leave every ISR")
 	f.DurationVar(&o.limit, "timeout", time.Minute, "give up this long after --since-unix-ms")
 	f.DurationVar(&o.interval, "interval", 200*time.Millisecond, "Metadata poll interval")
 	f.Int64Var(&since, "since-unix-ms", 0, "when the event being timed happened, in Unix milliseconds (default: now)")
@@ -247,10 +249,10 @@ type scaleWaitOptions struct {
 
 func (o *scaleWaitOptions) validate() error {
 	switch {
-	case o.until != waitSettled && o.until != waitMoved:
-		return fmt.Errorf("--until must be %s or %s, got %q", waitSettled, waitMoved, o.until)
-	case o.until == waitMoved && o.broker < 0:
-		return errors.New("--until moved needs --broker")
+	case o.until != waitSettled && o.until != waitMoved && o.until != waitOut:
+		return fmt.Errorf("--until must be %s, %s or %s, got %q", waitSettled, waitMoved, waitOut, o.until)
+	case o.until != waitSettled && o.broker < 0:
+		return fmt.Errorf("--until %s needs --broker", o.until)
 	case o.limit <= 0:
 		return fmt.Errorf("--timeout must be positive, got %s", o.limit)
 	case o.interval < scaleMinInterval:
