@@ -107,11 +107,15 @@ func (rs *Replicas) replaceDeadLeaders() {
 		if !ok {
 			continue
 		}
+		lastRefuses := false
 		if leaderID == "" {
 			if !lastLeaderGone(cp, self, up, p.group.HasExistingState()) {
 				continue
 			}
 			why = "no leader known, and the last one is gone"
+			if reg, ok := v.Broker(cp.Leader); ok && cp.Leader != self && rs.mux().PeerRefused(reg.RPCAddr) {
+				why, lastRefuses = "no leader known, and the last one's process refuses connections", true
+			}
 		}
 		// An election someone started since the last look (a newer
 		// term) restarts the wait, and adds the grace for an election
@@ -125,13 +129,7 @@ func (rs *Replicas) replaceDeadLeaders() {
 		if leaderID == "" && cp.Leader == self {
 			rank = 0 // it led until its restart, and holds the log it led with
 		}
-		wait := time.Duration(rank) * campaignStagger
-		if leaderID == "" || st.contested {
-			// No leader known may only mean an election under way (a
-			// new group's, or one Raft's own timers started): give it
-			// time to end before standing.
-			wait += electionGrace
-		}
+		wait := standingWait(rank, leaderID != "", lastRefuses, st.contested)
 		if rank >= 0 && now.Sub(st.since) >= wait &&
 			(st.stood.IsZero() || now.Sub(st.stood) >= campaignRetry) && rs.votes(p) {
 			st.stood = now
@@ -144,6 +142,25 @@ func (rs *Replicas) replaceDeadLeaders() {
 	for why, n := range stood {
 		rs.logger.Info("standing for the leadership of partitions whose leader is gone", "partitions", n, "why", why)
 	}
+}
+
+// standingWait is how long after its leader was found gone a replica of
+// rank (in standingOrder) waits before standing. No leader known may
+// mean an election under way (a new group's, or one that Raft's own
+// timers started), which standing would void: that gets electionGrace
+// to end, and so does a partition whose term moved while its leader was
+// gone. But a replica whose own timer fired first forgets its leader
+// when its pre-vote fails against a replica that still heard from that
+// leader, and no election is under way then: when the leader the
+// controller last recorded refuses connections, and the term has not
+// moved, it stands as if it still knew that leader (a partition waited
+// for the next replica's timer, 4 s, in a 3,000-partition failover).
+func standingWait(rank int, leaderKnown, lastRefuses, contested bool) time.Duration {
+	wait := time.Duration(rank) * campaignStagger
+	if (!leaderKnown && !lastRefuses) || contested {
+		wait += electionGrace
+	}
+	return wait
 }
 
 // liveByLog judges brokers live against the controller log's own clock:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/raft"
@@ -92,6 +93,27 @@ func TestDeadLeaderRules(t *testing.T) {
 			t.Error("a broker that is not live is up")
 		}
 	})
+}
+
+func TestStandingWait(t *testing.T) {
+	for _, c := range []struct {
+		name                                string
+		rank                                int
+		leaderKnown, lastRefuses, contested bool
+		want                                time.Duration
+	}{
+		{"first, leader known", 0, true, false, false, 0},
+		{"second, leader known", 1, true, false, false, campaignStagger},
+		{"no leader known: an election may be under way", 0, false, false, false, electionGrace},
+		{"no leader known, the last one's process refuses connections", 0, false, true, false, 0},
+		{"the same, second in line", 1, false, true, false, campaignStagger},
+		{"the term moved: an election is under way", 0, false, true, true, electionGrace},
+		{"the term moved with the leader known", 0, true, false, true, electionGrace},
+	} {
+		if got := standingWait(c.rank, c.leaderKnown, c.lastRefuses, c.contested); got != c.want {
+			t.Errorf("%s: standingWait = %v, want %v", c.name, got, c.want)
+		}
+	}
 }
 
 func TestControllerStandingOrder(t *testing.T) {
