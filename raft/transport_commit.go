@@ -25,8 +25,8 @@ import (
 // ordinary AppendEntries without entries built from it (through the
 // group's Consumer, like any append: hashicorp's heartbeat fast path must
 // not move the commit index), and drops the answer. CommitTimeout can then
-// be long: its keep-alive remains only as hashicorp's retry of a follower
-// that missed an append.
+// be long: its keep-alive's other role, retrying a follower whose append
+// failed, the leader takes over (catchup.go).
 //
 // Why a notice is safe, whatever order it arrives in with the appends:
 // its match point comes from an append the follower acknowledged in the
