@@ -23,6 +23,7 @@
 //	segments.go  segment files, naming, reference counts
 //	recovery.go  replay on Open, torn-tail truncation
 //	reclaim.go   segment deletion and relocation
+//	dropcache.go the page cache kept: the newest synced 64 MiB only
 //	metrics.go   Prometheus collectors
 //
 // # On-disk layout
@@ -63,6 +64,12 @@
 // batch is acknowledged only after a Sync that began once its write
 // returned), so under load a batch costs the longer of a write and a Sync,
 // not their sum. Batches are as big as the disk is slow, with no timer.
+//
+// Once synced, everything but the newest 64 MiB of the WAL leaves the page
+// cache (posix_fadvise DONTNEED; dropcache.go): those are the bytes read
+// back soon (entries sent to followers, entries a follower applies), and
+// the WAL's next writes go into the pages just freed, which costs a
+// fraction of writing into fresh ones.
 //
 // # Durability
 //

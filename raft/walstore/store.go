@@ -117,6 +117,11 @@ type Store struct {
 	syncReq  chan syncJob
 	syncDone chan error
 
+	// syncLoop only: what of the newest segments may still be in the page
+	// cache (dropcache.go), and closed when syncLoop has exited.
+	cached      []cachedRange
+	syncStopped chan struct{}
+
 	fsyncs, batches, records, bytesWritten, relocated atomic.Uint64
 }
 
@@ -133,6 +138,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		stopped:  make(chan struct{}),
 		syncReq:  make(chan syncJob),
 		syncDone: make(chan error, 1),
+
+		syncStopped: make(chan struct{}),
 	}
 	if s.fs == nil {
 		s.fs = log.OSFS{}
@@ -242,6 +249,7 @@ func (s *Store) Close() error {
 	s.qmu.Unlock()
 	s.signal()
 	<-s.stopped
+	<-s.syncStopped
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()

@@ -177,12 +177,15 @@ type written struct {
 // roll).
 type syncJob struct {
 	sg     *segment
+	end    int64 // where the write being synced ended in sg
 	rolled bool
 }
 
 // syncLoop fsyncs for the writer, one job at a time, so that the writer
 // can write the next batch meanwhile.
 func (s *Store) syncLoop() {
+	defer close(s.syncStopped)
+	defer s.forgetCached()
 	for job := range s.syncReq {
 		start := time.Now()
 		err := job.sg.f.Sync()
@@ -195,6 +198,9 @@ func (s *Store) syncLoop() {
 			err = fmt.Errorf("walstore: syncing %s: %w", job.sg.path, err)
 		} else if job.rolled {
 			err = s.syncDir()
+		}
+		if err == nil {
+			s.dropBehind(job.sg, job.end)
 		}
 		s.syncDone <- err
 	}
@@ -247,7 +253,7 @@ func (s *Store) commit(batch []*request) {
 	// The batch slices swap roles: this one is in flight now.
 	s.wq, s.wqNext = batch, s.wq
 	s.inflight = &written{batch: batch, sg: sg, base: base, bytes: bytes, records: records}
-	s.syncReq <- syncJob{sg: sg, rolled: rolled}
+	s.syncReq <- syncJob{sg: sg, end: base + int64(bytes), rolled: rolled}
 }
 
 // settle waits for the batch in flight to be fsynced, then publishes it
@@ -365,7 +371,7 @@ func (s *Store) write(buf []byte) (*segment, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	s.syncReq <- syncJob{sg: sg, rolled: rolled}
+	s.syncReq <- syncJob{sg: sg, end: base + int64(len(buf)), rolled: rolled}
 	if err := <-s.syncDone; err != nil {
 		return nil, 0, err
 	}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package log
+
+import "os"
+
+func dropCache(*os.File, int64, int64) {}
