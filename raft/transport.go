@@ -443,6 +443,9 @@ func (gt *groupTransport) AppendEntriesPipeline(_ hraft.ServerID, target hraft.S
 	if err := gt.shutdownErr(); err != nil {
 		return nil, err
 	}
+	if !gt.commits.streaming(string(target), time.Now()) {
+		return nil, hraft.ErrPipelineReplicationNotSupported // transport_stream.go
+	}
 	p, err := gt.hub.peer(string(target))
 	if err != nil {
 		return nil, err

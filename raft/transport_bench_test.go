@@ -221,9 +221,7 @@ func BenchmarkTransportKeepAlive(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if pipes[i], err = send.AppendEntriesPipeline("n1", target); err != nil {
-			b.Fatal(err)
-		}
+		pipes[i] = openPipeline(b, send, string(target))
 		defer pipes[i].Close()
 	}
 	keepAlive := func(pl hraft.AppendPipeline, req *hraft.AppendEntriesRequest, resp *hraft.AppendEntriesResponse) error {

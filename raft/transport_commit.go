@@ -59,6 +59,11 @@ type followerMatch struct {
 	// caughtUp when such an append reached the leader's applied index;
 	// heard when it last answered a heartbeat (catchup.go).
 	lastAck, caughtUp, heard time.Time
+	// entriesAck is when it last acknowledged an append with entries, and
+	// entryRun how many in a row did so each within streamGap of the one
+	// before (capped; transport_stream.go).
+	entriesAck time.Time
+	entryRun   int
 }
 
 // commitTracker is a group transport's commit-notice state: the Raft's
@@ -115,6 +120,9 @@ func (ct *commitTracker) replicated(target string, a *hraft.AppendEntriesRequest
 	}
 	fm.commitSent = max(fm.commitSent, a.LeaderCommitIndex)
 	fm.lastAck = now
+	if len(a.Entries) > 0 {
+		fm.countEntries(now)
+	}
 	if index >= applied {
 		fm.caughtUp = now
 	}

@@ -81,7 +81,11 @@ func (f *pipeFuture) complete(kind byte, body []byte, err error) {
 		}
 	}
 	if err == nil && f.resp.Success {
-		f.pl.gt.commits.replicated(f.pl.p.key, f.args)
+		ct := &f.pl.gt.commits
+		ct.replicated(f.pl.p.key, f.args)
+		if len(f.args.Entries) == 0 && !ct.streaming(f.pl.p.key, time.Now()) {
+			f.resp.Success = false // ends an idle pipeline: transport_stream.go
+		}
 	}
 	f.finish(err)
 }

@@ -32,10 +32,7 @@ func TestTransportPipelineOrder(t *testing.T) {
 			reply(frames[i], &hraft.AppendEntriesResponse{Term: 1, LastLog: uint64(i), Success: true})
 		}
 	})
-	p, err := gt.AppendEntriesPipeline("peer", hraft.ServerAddress(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := openPipeline(t, gt, addr)
 	for i := range n {
 		if _, err := p.AppendEntries(&hraft.AppendEntriesRequest{Term: 1, PrevLogEntry: uint64(i + 1), LeaderCommitIndex: 1},
 			new(hraft.AppendEntriesResponse)); err != nil {
@@ -211,10 +208,7 @@ func lazyPipeline(t *testing.T, nodes []*tpNode, group string, delay time.Durati
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { send.Close() })
-	p, err := send.AppendEntriesPipeline("n1", hraft.ServerAddress(nodes[1].member()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := openPipeline(t, send, nodes[1].member())
 	t.Cleanup(func() { p.Close() })
 	return p
 }
@@ -236,10 +230,7 @@ func TestTransportPipelineTimeout(t *testing.T) {
 	}
 	defer gt.Close()
 	addr := fakePeer(t, func([]tpHeader, func(tpHeader, *hraft.AppendEntriesResponse)) {}) // never answers
-	p, err := gt.AppendEntriesPipeline("peer", hraft.ServerAddress(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := openPipeline(t, gt, addr)
 	defer p.Close()
 	start := time.Now()
 	for i := range 2 {
