@@ -24,6 +24,7 @@
 //	rpc_frame.go   frame codec and RPC metrics
 //	config.go   per-group Config and the timer defaults
 //	catchup.go  the leader wakes a stalled follower's replication
+//	transport_stream.go  pipelines only to followers entries stream to
 //	statemachine.go  StateMachine, weir's view of hashicorp's FSM
 //	                 (BatchStateMachine: committed entries in one call)
 //	metrics.go  Prometheus collectors
@@ -69,7 +70,13 @@
 //     other role, retrying a follower whose append failed, is the
 //     leader's: a follower that answers heartbeats but stays behind
 //     without acknowledging appends gets a barrier written for it, which
-//     wakes its replication (catchup.go).
+//     wakes its replication (catchup.go). A leader's replication of a
+//     follower is pipelined (hashicorp's second goroutine per follower,
+//     reading the answers) only while entries stream to it: the
+//     transport offers a pipeline after two acknowledged appends with
+//     entries a second apart at most, and ends one at its first
+//     keep-alive after they stop (transport_stream.go), so an idle
+//     group's leader has one replication goroutine per follower.
 //   - Logging: each group logs through the broker's slog logger
 //     (logging.go); its errors about a peer (failed heartbeats, appends,
 //     votes, each retry) pass a node-wide limit of one line per message

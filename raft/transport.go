@@ -26,6 +26,7 @@ import (
 //	transport_conn.go       connections: dialing, writer, client and server
 //	transport_heartbeat.go  heartbeat batching, both sides
 //	transport_pipeline.go   AppendEntriesPipeline
+//	transport_stream.go     which followers get a pipeline
 //	transport_inbound.go    delivery to a group's Consumer, snapshots in
 //	transport_metrics.go    counters, TransportStats, Prometheus
 //
