@@ -33,17 +33,23 @@ type cachedRange struct {
 	from, end int64
 }
 
-// dropBehind runs in syncLoop after a write ending at end in sg was
-// synced: every synced byte more than cacheWindow behind end, in sg or in
-// the segments before it, leaves the page cache. syncLoop holds a
-// reference to each segment it tracks, so a segment deleted meanwhile
-// keeps its file (and its descriptor its number) until dropped here.
-func (s *Store) dropBehind(sg *segment, end int64) {
+// track runs in syncLoop once a write ending at end in sg was synced,
+// before the writer learns it: syncLoop takes its own reference to each
+// segment it tracks while the segment is certainly still open, so a
+// segment deleted later keeps its file (and its descriptor its number)
+// until dropBehind is done with it.
+func (s *Store) track(sg *segment, end int64) {
 	if n := len(s.cached); n == 0 || s.cached[n-1].sg != sg {
 		sg.acquire()
 		s.cached = append(s.cached, cachedRange{sg: sg})
 	}
 	s.cached[len(s.cached)-1].end = end
+}
+
+// dropBehind runs in syncLoop after the writer was answered: every synced
+// byte more than cacheWindow behind the last tracked end, in that segment
+// or in the ones before it, leaves the page cache.
+func (s *Store) dropBehind() {
 	keep := int64(cacheWindow)
 	for i := len(s.cached) - 1; i >= 0; i-- {
 		c := &s.cached[i]

@@ -200,9 +200,12 @@ func (s *Store) syncLoop() {
 			err = s.syncDir()
 		}
 		if err == nil {
-			s.dropBehind(job.sg, job.end)
+			s.track(job.sg, job.end)
 		}
 		s.syncDone <- err
+		if err == nil {
+			s.dropBehind() // after the answer: not on the batch's way to its callers
+		}
 	}
 }
 
