@@ -87,7 +87,7 @@ type Config struct {
 	NoSnapshotRestoreOnStart bool
 
 	// LogObserver, when set, is told of every write to and truncation
-	// of the group's log on this node (observed_log.go).
+	// of the group's log on this node (group_log.go).
 	LogObserver LogObserver
 
 	// TransportTimeout bounds one RPC on the node's shared transport

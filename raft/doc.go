@@ -91,6 +91,10 @@
 //     of many groups share one fsync (group commit) without a timer. No
 //     per-group file or preallocation: an empty group is a few hundred
 //     bytes of index. Snapshots stay per group (FileSnapshotStore).
+//     While a group follows, its entries are stored with the store's
+//     hand-off (group_log.go, walstore/handoff.go): the apply takes each
+//     from memory, as the transport decoded it, instead of reading back
+//     what was fsynced a moment before.
 //   - Timers: still per group (hashicorp/raft's own), so their defaults
 //     are what an idle group costs; broker/replication.go sizes a
 //     partition's for thousands of groups and states the failover

@@ -109,15 +109,14 @@ func (m *Mux) Start(cfg Config) (*Group, error) {
 		g.trans.Close()
 		return nil, err
 	}
-	var logs hraft.LogStore = g.store.log
-	if cfg.LogObserver != nil {
-		logs = observedLog{GroupStore: g.store.log, obs: cfg.LogObserver}
-	}
+	logs := &groupLog{GroupStore: g.store.log, obs: cfg.LogObserver}
 	g.raft, err = hraft.NewRaft(rc, newFSM(cfg.StateMachine), logs, g.store.log, g.store.snaps, g.trans)
 	if err != nil {
 		g.trans.Close()
 		return nil, fmt.Errorf("raft: starting group %s: %w", cfg.Group, err)
 	}
+	following := func() bool { return g.raft.State() == hraft.Follower }
+	logs.following.Store(&following)
 	g.trans.setAppliedSource(g.raft.AppliedIndex)
 	g.observer = hraft.NewObserver(m.obsCh, false, func(o *hraft.Observation) bool {
 		_, ok := o.Data.(hraft.LeaderObservation)

@@ -83,6 +83,24 @@ func TestApplyMayRewriteData(t *testing.T) {
 	}
 	converge(t, ms, fsmState{sum, 20}, 10*time.Second)
 
+	// The followers' applies took the entries they stored from memory
+	// (walstore's hand-off) and rewrote them, and the replay below still
+	// reads the leader's bytes from their logs.
+	for _, m := range ms {
+		if m.g.IsLeader() {
+			continue
+		}
+		var handed uint64
+		m.node.mux.storeMu.Lock()
+		for _, s := range m.node.mux.stores {
+			handed += s.Stats().HandedOff
+		}
+		m.node.mux.storeMu.Unlock()
+		if handed == 0 {
+			t.Fatalf("a follower read back every entry it applied; none was handed off")
+		}
+	}
+
 	// A follower restarted with an empty state machine replays the log.
 	var f int
 	for i, m := range ms {

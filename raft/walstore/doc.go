@@ -24,6 +24,7 @@
 //	recovery.go  replay on Open, torn-tail truncation
 //	reclaim.go   segment deletion and relocation
 //	dropcache.go the page cache kept: the newest synced 64 MiB only
+//	handoff.go   a follower's stored entries handed to its apply, unread
 //	metrics.go   Prometheus collectors
 //
 // # On-disk layout

@@ -67,7 +67,8 @@ func stableAt[K string | []byte](g *group, key K) int {
 type GroupStore struct {
 	s    *Store
 	name string
-	err  error // invalid name
+	err  error   // invalid name
+	hand handOff // entries a follower stored, held for its apply (handoff.go)
 }
 
 var (
@@ -115,7 +116,8 @@ func (gs *GroupStore) LastIndex() (uint64, error) {
 }
 
 // GetLog reads entry index into l; hraft.ErrLogNotFound if it is not
-// stored. l's Data and Extensions are freshly allocated.
+// stored. l's Data and Extensions are the caller's: freshly allocated, or
+// the slices StoreLogsHandOff was given, handed out once (handoff.go).
 func (gs *GroupStore) GetLog(index uint64, l *hraft.Log) error {
 	if gs.err != nil {
 		return gs.err
@@ -130,6 +132,10 @@ func (gs *GroupStore) GetLog(index uint64, l *hraft.Log) error {
 	if g == nil || index < g.first || index > g.last() || len(g.locs) == 0 {
 		s.mu.RUnlock()
 		return hraft.ErrLogNotFound
+	}
+	if gs.hand.take(s, index, l) {
+		s.mu.RUnlock()
+		return nil
 	}
 	if tail := g.tail; tail != nil && index == g.last() {
 		// Copied: the decoded Log's slices alias the buffer, and Raft
@@ -245,6 +251,7 @@ func (gs *GroupStore) DeleteRange(min, max uint64) error {
 	if min > max {
 		return nil
 	}
+	gs.hand.drop(gs.s, min, max)
 	r := gs.s.getRequest(kindDelete, gs.name)
 	r.lo, r.hi = min, max
 	r.buf = appendDeleteRecord(r.buf, gs.name, min, max)

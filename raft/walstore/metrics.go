@@ -18,6 +18,7 @@ type metrics struct {
 	bytesWritten prometheus.Counter
 	relocated    prometheus.Counter
 	syncSeconds  prometheus.Histogram
+	handedOff    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, s *Store) (*metrics, error) {
@@ -51,6 +52,10 @@ func newMetrics(reg prometheus.Registerer, s *Store) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 14), // 0.1 ms … 0.8 s
 		}),
 	}
+	m.handedOff = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "weir_raft_log_handed_off_entries_total",
+		Help: "Entries a follower's apply took from memory, as stored, instead of reading them back from the shared Raft log.",
+	})
 	segments := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "weir_raft_log_segments",
 		Help: "Segment files of the shared Raft log.",
@@ -59,7 +64,7 @@ func newMetrics(reg prometheus.Registerer, s *Store) (*metrics, error) {
 		Name: "weir_raft_log_groups",
 		Help: "Raft groups with entries or stable state in the shared Raft log.",
 	}, func() float64 { return float64(s.Stats().Groups) })
-	for _, c := range []prometheus.Collector{m.fsyncs, m.batchRecords, m.batchGroups, m.bytesWritten, m.relocated, m.syncSeconds, segments, groups} {
+	for _, c := range []prometheus.Collector{m.fsyncs, m.batchRecords, m.batchGroups, m.bytesWritten, m.relocated, m.syncSeconds, m.handedOff, segments, groups} {
 		if err := reg.Register(c); err != nil {
 			m.unregister()
 			return nil, errors.Join(errors.New("walstore: registering metrics"), err)

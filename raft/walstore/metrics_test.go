@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	hraft "github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -17,6 +18,14 @@ func TestMetrics(t *testing.T) {
 	}
 	for i := range 3 {
 		storeRange(t, s.Group(fmt.Sprint("g", i)), 1, 2, 1)
+	}
+	follower := s.Group("g0")
+	if err := follower.StoreLogsHandOff(mkLogs("g0", 3, 4, 1)); err != nil {
+		t.Fatal(err)
+	}
+	var l hraft.Log
+	if err := follower.GetLog(3, &l); err != nil {
+		t.Fatal(err)
 	}
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -36,14 +45,15 @@ func TestMetrics(t *testing.T) {
 	}
 	st := s.Stats()
 	want := map[string]float64{
-		"weir_raft_log_fsyncs_total":          float64(st.Fsyncs),
-		"weir_raft_log_batch_records":         float64(st.Batches),
-		"weir_raft_log_batch_groups":          float64(st.Batches),
-		"weir_raft_log_bytes_written_total":   float64(st.BytesWritten),
-		"weir_raft_log_segments":              1,
-		"weir_raft_log_groups":                3,
-		"weir_raft_log_relocated_bytes_total": 0,
-		"weir_raft_log_sync_seconds":          float64(st.Fsyncs),
+		"weir_raft_log_fsyncs_total":             float64(st.Fsyncs),
+		"weir_raft_log_batch_records":            float64(st.Batches),
+		"weir_raft_log_batch_groups":             float64(st.Batches),
+		"weir_raft_log_bytes_written_total":      float64(st.BytesWritten),
+		"weir_raft_log_segments":                 1,
+		"weir_raft_log_groups":                   3,
+		"weir_raft_log_relocated_bytes_total":    0,
+		"weir_raft_log_sync_seconds":             float64(st.Fsyncs),
+		"weir_raft_log_handed_off_entries_total": 1,
 	}
 	for name, v := range want {
 		if g, ok := got[name]; !ok || g != v {

@@ -70,6 +70,8 @@ type Stats struct {
 	Groups         int    // groups with entries or stable keys
 	DiskBytes      int64  // sum of segment sizes
 	LiveBytes      int64  // bytes of records still needed by some group
+	HandedOff      uint64 // entries GetLog took from a hand-off instead of reading them (handoff.go)
+	HandOffBytes   int64  // entry bytes held for hand-off now
 }
 
 // Store is one node's Raft log and stable store, shared by every group.
@@ -123,6 +125,8 @@ type Store struct {
 	syncStopped chan struct{}
 
 	fsyncs, batches, records, bytesWritten, relocated atomic.Uint64
+	handedOff                                         atomic.Uint64
+	handOffBytes                                      atomic.Int64 // held by all groups' hand-offs
 }
 
 // Open opens (creating if need be) the store in dir, replays it and starts
@@ -224,6 +228,8 @@ func (s *Store) Stats() Stats {
 		Records:        s.records.Load(),
 		BytesWritten:   s.bytesWritten.Load(),
 		RelocatedBytes: s.relocated.Load(),
+		HandedOff:      s.handedOff.Load(),
+		HandOffBytes:   s.handOffBytes.Load(),
 	}
 	s.mu.RLock()
 	st.Segments = len(s.segs)

@@ -1,6 +1,8 @@
 package raft
 
 import (
+	"sync/atomic"
+
 	hraft "github.com/hashicorp/raft"
 
 	"github.com/weir-broker/weir/raft/walstore"
@@ -35,20 +37,38 @@ type StoredEntry struct {
 	Data    []byte
 }
 
-// observedLog is a group's view of the shared log that tells an observer
-// what each write stored. A failed write tells nothing: Raft steps down,
-// and the next entries an observer sees start past a gap.
-type observedLog struct {
+// groupLog is a group's view of the shared log. It tells an observer, if
+// there is one, what each write stored; a failed write tells nothing:
+// Raft steps down, and the next entries an observer sees start past a
+// gap. While the group follows, it stores the leader's entries with
+// walstore's hand-off, so that the apply takes them from memory instead
+// of reading back what was just written (walstore/handoff.go): a
+// follower's entries come from frames the transport decoded into fresh
+// buffers, and Raft does not touch them once they are stored. A leader's
+// are the proposers' buffers, which its own apply rewrites and the
+// proposer recycles, so they are never held.
+type groupLog struct {
 	*walstore.GroupStore
-	obs LogObserver
+	obs LogObserver // nil: none
+	// following reports whether the group's Raft is a follower; nil
+	// until Raft exists. StoreLogs runs on Raft's own goroutine, which
+	// is also the one that changes its state, so the answer holds for
+	// the whole call.
+	following atomic.Pointer[func() bool]
 }
 
-func (o observedLog) StoreLog(l *hraft.Log) error {
+func (o *groupLog) StoreLog(l *hraft.Log) error {
 	return o.StoreLogs([]*hraft.Log{l})
 }
 
-func (o observedLog) StoreLogs(logs []*hraft.Log) error {
-	if err := o.GroupStore.StoreLogs(logs); err != nil {
+func (o *groupLog) StoreLogs(logs []*hraft.Log) error {
+	var err error
+	if f := o.following.Load(); f != nil && (*f)() {
+		err = o.GroupStore.StoreLogsHandOff(logs)
+	} else {
+		err = o.GroupStore.StoreLogs(logs)
+	}
+	if err != nil || o.obs == nil {
 		return err
 	}
 	for _, l := range logs {
@@ -61,10 +81,10 @@ func (o observedLog) StoreLogs(logs []*hraft.Log) error {
 	return nil
 }
 
-func (o observedLog) DeleteRange(min, max uint64) error {
+func (o *groupLog) DeleteRange(min, max uint64) error {
 	err := o.GroupStore.DeleteRange(min, max)
 	// Told even after a failure: the range may be partly gone.
-	if min <= max {
+	if o.obs != nil && min <= max {
 		o.obs.Truncated(min, max)
 	}
 	return err
