@@ -427,6 +427,7 @@ type confKey struct{ term, last, commit uint64 }
 func (g *Group) Shutdown() error {
 	g.shutOnce.Do(func() {
 		err := g.raft.Shutdown().Error()
+		g.store.log.ReleaseHandOff()
 		g.raft.DeregisterObserver(g.observer)
 		g.leadMu.Lock()
 		g.stopped = true

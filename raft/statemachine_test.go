@@ -86,17 +86,17 @@ func TestApplyMayRewriteData(t *testing.T) {
 	// The followers' applies took the entries they stored from memory
 	// (walstore's hand-off) and rewrote them, and the replay below still
 	// reads the leader's bytes from their logs.
+	handOff := func(n *node) (handed uint64, held int64) {
+		n.mux.storeMu.Lock()
+		defer n.mux.storeMu.Unlock()
+		for _, s := range n.mux.stores {
+			st := s.Stats()
+			handed, held = handed+st.HandedOff, held+st.HandOffBytes
+		}
+		return handed, held
+	}
 	for _, m := range ms {
-		if m.g.IsLeader() {
-			continue
-		}
-		var handed uint64
-		m.node.mux.storeMu.Lock()
-		for _, s := range m.node.mux.stores {
-			handed += s.Stats().HandedOff
-		}
-		m.node.mux.storeMu.Unlock()
-		if handed == 0 {
+		if handed, _ := handOff(m.node); !m.g.IsLeader() && handed == 0 {
 			t.Fatalf("a follower read back every entry it applied; none was handed off")
 		}
 	}
@@ -111,6 +111,9 @@ func TestApplyMayRewriteData(t *testing.T) {
 	}
 	if err := ms[f].g.Shutdown(); err != nil {
 		t.Fatal(err)
+	}
+	if _, held := handOff(nodes[f]); held != 0 {
+		t.Fatalf("a stopped group still holds %d bytes of entries for its apply", held)
 	}
 	fresh := &scribbleFSM{}
 	g, err := nodes[f].mux.Start(fastConfig("scribble", nodes[f], fresh))

@@ -28,7 +28,8 @@ import (
 // through the same GroupStore that touches them (a follower's conflict
 // truncation, compaction) drops them, and GetLog consults them only for
 // indexes the published log holds. Memory is bounded per group and per
-// store; an entry not kept is read from the log as before.
+// store, and ReleaseHandOff gives a stopped group's share back; an entry
+// not kept is read from the log as before.
 const (
 	// maxHandOffEntries bounds a group's held entries: a few appends'
 	// worth (hashicorp's MaxAppendEntries is 64), since a follower
@@ -55,6 +56,16 @@ func (gs *GroupStore) StoreLogsHandOff(logs []*hraft.Log) error {
 	}
 	gs.hand.keep(gs.s, logs)
 	return nil
+}
+
+// ReleaseHandOff forgets the held entries and returns their bytes to the
+// store's budget; later GetLogs read the log. The group's owner calls it
+// when the group stops on this node, so that a replica moved away does
+// not keep its share of the budget.
+func (gs *GroupStore) ReleaseHandOff() {
+	gs.hand.mu.Lock()
+	defer gs.hand.mu.Unlock()
+	gs.hand.releaseLocked(gs.s, len(gs.hand.logs))
 }
 
 func entryBytes(l *hraft.Log) int64 { return int64(len(l.Data) + len(l.Extensions)) }

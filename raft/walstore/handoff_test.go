@@ -157,3 +157,30 @@ func TestHandOffIsBounded(t *testing.T) {
 		t.Fatalf("%d bytes held, bound %d", st.HandOffBytes, maxHandOffBytes)
 	}
 }
+
+// TestHandOffReleased: a group that stops gives its held entries' bytes
+// back to the store, and its log still serves every index.
+func TestHandOffReleased(t *testing.T) {
+	s := openT(t, testDir, newFaultFS(), 1<<20)
+	defer mustClose(t, s)
+	gs := s.Group("big-r")
+	if err := gs.StoreLogsHandOff(mkLogs(gs.name, 1, 20, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if s.Stats().HandOffBytes == 0 {
+		t.Fatal("nothing held")
+	}
+	gs.ReleaseHandOff()
+	if st := s.Stats(); st.HandOffBytes != 0 {
+		t.Fatalf("%d bytes still held after ReleaseHandOff", st.HandOffBytes)
+	}
+	for i := uint64(1); i <= 20; i++ {
+		var l hraft.Log
+		if err := gs.GetLog(i, &l); err != nil || !sameLog(&l, mkLog(gs.name, i, 1)) {
+			t.Fatalf("index %d after release: %+v, %v", i, l, err)
+		}
+	}
+	if st := s.Stats(); st.HandedOff != 0 {
+		t.Fatalf("%d entries handed off after release", st.HandedOff)
+	}
+}
