@@ -115,8 +115,7 @@ func (m *Mux) Start(cfg Config) (*Group, error) {
 		g.trans.Close()
 		return nil, fmt.Errorf("raft: starting group %s: %w", cfg.Group, err)
 	}
-	following := func() bool { return g.raft.State() == hraft.Follower }
-	logs.following.Store(&following)
+	logs.raft.Store(g.raft)
 	g.trans.setAppliedSource(g.raft.AppliedIndex)
 	g.observer = hraft.NewObserver(m.obsCh, false, func(o *hraft.Observation) bool {
 		_, ok := o.Data.(hraft.LeaderObservation)

@@ -50,11 +50,10 @@ type StoredEntry struct {
 type groupLog struct {
 	*walstore.GroupStore
 	obs LogObserver // nil: none
-	// following reports whether the group's Raft is a follower; nil
-	// until Raft exists. StoreLogs runs on Raft's own goroutine, which
-	// is also the one that changes its state, so the answer holds for
-	// the whole call.
-	following atomic.Pointer[func() bool]
+	// raft is the group's Raft once it exists (nil before: nothing is
+	// held). StoreLogs runs on Raft's own goroutine, which is also the
+	// one that changes its state, so its state holds for the whole call.
+	raft atomic.Pointer[hraft.Raft]
 }
 
 func (o *groupLog) StoreLog(l *hraft.Log) error {
@@ -63,7 +62,7 @@ func (o *groupLog) StoreLog(l *hraft.Log) error {
 
 func (o *groupLog) StoreLogs(logs []*hraft.Log) error {
 	var err error
-	if f := o.following.Load(); f != nil && (*f)() {
+	if r := o.raft.Load(); r != nil && r.State() == hraft.Follower {
 		err = o.GroupStore.StoreLogsHandOff(logs)
 	} else {
 		err = o.GroupStore.StoreLogs(logs)

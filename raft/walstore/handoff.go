@@ -44,7 +44,6 @@ type handOff struct {
 	mu    sync.Mutex
 	first uint64
 	logs  []hraft.Log
-	bytes int64
 }
 
 // StoreLogsHandOff is StoreLogs, after which the entries are kept for
@@ -96,7 +95,6 @@ func (h *handOff) keep(s *Store, logs []*hraft.Log) {
 	for _, l := range logs {
 		h.logs = append(h.logs, *l)
 	}
-	h.bytes += n
 }
 
 // take moves the entry at index into l if it is held, and drops every
@@ -137,6 +135,5 @@ func (h *handOff) releaseLocked(s *Store, n int) {
 	clear(h.logs[rest:])
 	h.logs = h.logs[:rest]
 	h.first += uint64(n)
-	h.bytes -= freed
 	s.handOffBytes.Add(-freed)
 }
