@@ -339,6 +339,7 @@ func (l *Log) appendBatches(records []byte, hs []BatchHeader, stamp, gaps bool, 
 		}
 		return AppendResult{}, fmt.Errorf("log: append: %w", err)
 	}
+	seg.startWriteback(seg.size + int64(len(records)))
 	if seg.size == 0 {
 		seg.rollBase = nowMs
 		seg.rollJitter = rollJitter(cfg)

@@ -30,6 +30,7 @@ type segment struct {
 	bytesSinceIndex int   // writer
 	rollBase        int64 // writer: ms of the first append, for SegmentMs
 	rollJitter      int64 // writer: ms SegmentMs is shortened by (SegmentJitterMs)
+	writtenBack     int64 // writer: bytes of the .log file whose writeback was started
 	// lazyIndexes: the index files of a fresh segment are not created
 	// until they get their first entry or the segment is sealed (writer),
 	// as Kafka's lazy indexes: a topic of thousands of partitions that
