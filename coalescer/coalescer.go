@@ -14,7 +14,9 @@ import (
 // started it, with that fetch's context. watermark is the partition's high
 // watermark (last stable offset for read_committed) the read was bounded
 // by. The coalescer owns the returned data from then on: it goes to the
-// callers, or to Options.Free if none takes it.
+// callers, or to Options.Free if none takes it. Read never keeps the
+// function past its own return, so a closure passed to it stays on the
+// caller's stack.
 type ReadFunc func(ctx context.Context) (data []byte, watermark int64, err error)
 
 // Coalescer shares identical partition reads between concurrent and

@@ -162,10 +162,10 @@ func TestInitiatorGoneBeforeReadingDoesNotRead(t *testing.T) {
 	s := c.shards[0]
 	s.mu.Lock()
 	key := baseKey()
-	f := s.newFlight(ctx, &key, r.read, nil, -1)
+	f := s.newFlight(ctx, &key, nil, -1)
 	s.mu.Unlock()
 	cancel()
-	s.lead(f)
+	s.lead(f, r.read)
 	<-f.done
 	if !f.cancelled || !errors.Is(f.err, context.Canceled) {
 		t.Fatalf("flight outcome: err %v, cancelled %v", f.err, f.cancelled)

@@ -12,9 +12,8 @@ import (
 type flight struct {
 	// ctx is the initiating fetch's context: the read runs under it, and
 	// its ending decides whether a context error is the waiters' business.
-	ctx  context.Context
-	key  Key
-	read ReadFunc
+	ctx context.Context
+	key Key
 	// seq numbers the flights of a shard in creation order, so a waiter
 	// can tell whether the read started after it arrived.
 	seq uint64
@@ -47,12 +46,12 @@ func (f *flight) initiatorCancelled(err error) bool {
 
 // call runs the read. A panic here has no caller to unwind to, and would
 // leave every waiter hanging, so it becomes their error.
-func (f *flight) call() (data []byte, watermark int64, err error) {
+func (f *flight) call(read ReadFunc) (data []byte, watermark int64, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			data, watermark = nil, 0
 			err = fmt.Errorf("%w: %v\n%s", ErrReadPanicked, p, debug.Stack())
 		}
 	}()
-	return f.read(f.ctx)
+	return read(f.ctx)
 }

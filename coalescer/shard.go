@@ -111,22 +111,22 @@ func (s *shard) read(ctx context.Context, key Key, current int64, read ReadFunc)
 				return r, nil
 			}
 			// Stale, or its last holder is gone: read again in place.
-			f = s.newFlight(ctx, &key, read, x, match)
+			f = s.newFlight(ctx, &key, x, match)
 			sl.result, sl.flight = nil, f
 			s.mu.Unlock()
 			s.counters.reinsertions.Add(1)
-			s.lead(f)
+			s.lead(f, read)
 		default:
 			if victim >= 0 {
-				f = s.newFlight(ctx, &key, read, x, victim)
+				f = s.newFlight(ctx, &key, x, victim)
 				x.slots[victim] = slot{key: key, flight: f}
 			} else {
 				// Every way is in flight: read without caching.
-				f = s.newFlight(ctx, &key, read, nil, -1)
+				f = s.newFlight(ctx, &key, nil, -1)
 			}
 			s.mu.Unlock()
 			s.counters.insertions.Add(1)
-			s.lead(f)
+			s.lead(f, read)
 		}
 		res, err, retry := s.await(ctx, f, current, arrived)
 		if !retry {
@@ -140,10 +140,10 @@ func (s *shard) read(ctx context.Context, key Key, current int64, read ReadFunc)
 
 // newFlight creates a flight with its initiator as the only waiter. The
 // caller holds s.mu.
-func (s *shard) newFlight(ctx context.Context, key *Key, read ReadFunc, x *index, pos int) *flight {
+func (s *shard) newFlight(ctx context.Context, key *Key, x *index, pos int) *flight {
 	s.flights++
 	return &flight{
-		ctx: ctx, key: *key, read: read, seq: s.flights, idx: x, pos: pos,
+		ctx: ctx, key: *key, seq: s.flights, idx: x, pos: pos,
 		done: make(chan struct{}), waiters: 1,
 	}
 }
@@ -174,9 +174,10 @@ func (s *shard) rangeHit(held []*Result, key *Key, current int64) *Result {
 // lead runs f's read on the goroutine of the fetch that started it, which
 // would have read the same bytes itself with coalescing off: a miss costs
 // the index lookup and nothing else, no hand-off to another goroutine and
-// back. A read whose initiator is already gone is not made: the bytes
+// back. read is not kept past the call, so the caller's closure need not
+// be allocated: a hit costs no allocation for it either. A read whose initiator is already gone is not made: the bytes
 // would be wasted on it, and its waiters retry with their own contexts.
-func (s *shard) lead(f *flight) {
+func (s *shard) lead(f *flight, read ReadFunc) {
 	if s.retain == nil {
 		// Yield once before reading. The fetches one append wakes become
 		// runnable together, but this one would otherwise read, answer
@@ -192,7 +193,7 @@ func (s *shard) lead(f *flight) {
 		return
 	}
 	start := time.Now()
-	data, watermark, err := f.call()
+	data, watermark, err := f.call(read)
 	s.counters.reads.Add(1)
 	s.counters.readBytes.Add(uint64(len(data)))
 	s.counters.readNanos.Add(uint64(time.Since(start)))
@@ -233,8 +234,8 @@ func (s *shard) complete(f *flight, data []byte, watermark int64, err error) {
 	}
 	f.res, f.err, f.cancelled, f.completed = res, err, cancelled, true
 	// A ready slot keeps the flight (its result) reachable: it must not
-	// keep the initiating fetch's context and read closure too.
-	f.ctx, f.read = nil, nil
+	// keep the initiating fetch's context too.
+	f.ctx = nil
 	s.mu.Unlock()
 	close(f.done)
 	if pin {
