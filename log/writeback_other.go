@@ -1,7 +1,0 @@
-//go:build !linux
-
-package log
-
-import "os"
-
-func startWriteback(*os.File, int64, int64) {}
