@@ -164,7 +164,10 @@ func NewCommand(g *cli.Options) *cobra.Command {
 			"reading it from the start; P50/P99 are then each consumer's time from the\n" +
 			"start to its last record. --mode tail starts the consumers at the end and\n" +
 			"produces --rate records/s for --duration, each value starting with its send\n" +
-			"time; P50/P99 are end-to-end latencies over all deliveries.\n\n" +
+			"time; P50/P99 are end-to-end latencies over all deliveries, and the P99 is\n" +
+			"split in two: over records, the latency of each one's first delivery (the\n" +
+			"producer's and the write path's share), and over deliveries, how long each\n" +
+			"came after its record's first (the fan-out's share).\n\n" +
 			"Broker figures come from the /metrics of every live broker (found through\n" +
 			"GET /v1/brokers on the admin API), read before and after the consume phase:\n" +
 			"CPU seconds per delivered GiB, bytes allocated per Fetch request and the fetch\n" +

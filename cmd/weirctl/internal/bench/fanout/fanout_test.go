@@ -358,6 +358,36 @@ func TestNewFanoutRun(t *testing.T) {
 	if r.P50Ms != 50 || r.P99Ms != 99 {
 		t.Errorf("end to end: p50 %v p99 %v", r.P50Ms, r.P99Ms)
 	}
+
+	// The latency splits into each record's first delivery (1..50 ms)
+	// and how far the other consumer came after it (7 ms on every
+	// record, so 0 for half the deliveries and 7 for the rest).
+	late := make([]time.Duration, 50)
+	for i := range late {
+		late[i] = lat[i] + 7*time.Millisecond
+	}
+	cs = []*fanoutConsumer{consumer(0, time.Second, 50, 50, late...), consumer(1, time.Second, 50, 50, lat[:50]...)}
+	r = f.newRun("on", 1, cs, started, time.Second, nil, nil)
+	if r.FirstDeliveryP99Ms == nil || *r.FirstDeliveryP99Ms != 50 || r.BehindFirstP99Ms == nil || *r.BehindFirstP99Ms != 7 {
+		t.Errorf("first delivery p99 %v, behind it p99 %v; want 50 and 7", fmtPtr(r.FirstDeliveryP99Ms), fmtPtr(r.BehindFirstP99Ms))
+	}
+	// A consumer that got fewer records bounds the records compared.
+	cs = []*fanoutConsumer{consumer(0, time.Second, 50, 50, late...), consumer(1, time.Second, 10, 10, lat[:10]...)}
+	r = f.newRun("on", 1, cs, started, time.Second, nil, nil)
+	if r.FirstDeliveryP99Ms == nil || *r.FirstDeliveryP99Ms != 10 {
+		t.Errorf("first delivery p99 over the records all got: %v, want 10", fmtPtr(r.FirstDeliveryP99Ms))
+	}
+	f.o.mode = fanoutPreload
+	if r = f.newRun("off", 1, cs, started, time.Second, nil, nil); r.FirstDeliveryP99Ms != nil || r.BehindFirstP99Ms != nil {
+		t.Error("preload runs have no send times to split")
+	}
+}
+
+func fmtPtr(v *float64) string {
+	if v == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*v)
 }
 
 func testFanoutSummary() *fanoutSummary {

@@ -48,6 +48,13 @@ type fanoutRun struct {
 	MBPerSec         float64 `json:"mb_per_sec"`
 	P50Ms            float64 `json:"p50_ms"`
 	P99Ms            float64 `json:"p99_ms"`
+	// FirstDeliveryP99Ms and BehindFirstP99Ms split the end-to-end
+	// latency (tail mode): the p99 over records of the first consumer's
+	// latency for each, which only the producer and the broker's write
+	// path set, and the p99 over deliveries of how far each came after
+	// its record's first delivery, which is the fan-out's own share.
+	FirstDeliveryP99Ms *float64 `json:"first_delivery_p99_ms,omitempty"`
+	BehindFirstP99Ms   *float64 `json:"behind_first_p99_ms,omitempty"`
 	// Verified: every consumer got every record once, in order, and
 	// every consumer's deliveries hash to the same Checksum.
 	Verified bool `json:"verified"`
@@ -86,6 +93,8 @@ type fanoutComparison struct {
 	AllocBytesPerDeliveredByte   *float64 `json:"alloc_bytes_per_delivered_byte"`
 	LogReadBytesPerDeliveredByte *float64 `json:"log_read_bytes_per_delivered_byte"`
 	P99Ms                        *float64 `json:"p99_ms"`
+	FirstDeliveryP99Ms           *float64 `json:"first_delivery_p99_ms,omitempty"`
+	BehindFirstP99Ms             *float64 `json:"behind_first_p99_ms,omitempty"`
 }
 
 func (f *fanoutBench) newSummary() *fanoutSummary {
@@ -129,12 +138,45 @@ func (f *fanoutBench) newRun(label string, n int, consumers []*fanoutConsumer, s
 	}
 	p := harness.ComputePercentiles(lat)
 	r.P50Ms, r.P99Ms = harness.Milliseconds(p.P50), harness.Milliseconds(p.P99)
+	if f.o.mode == fanoutTail {
+		r.FirstDeliveryP99Ms, r.BehindFirstP99Ms = deliverySpread(consumers)
+	}
 	if f.brokers != nil {
 		var notes []string
 		r.Broker, notes = computeBrokerFigures(before, after, f.topic, r.DeliveredBytes)
 		r.BrokerNotes = append(append(r.BrokerNotes, notes...), brokerFigureWarnings(label, r.Broker)...)
 	}
 	return r
+}
+
+// deliverySpread computes FirstDeliveryP99Ms and BehindFirstP99Ms over
+// the records every consumer received (each consumer's latencies are in
+// offset order from the same first offset); nil without any.
+func deliverySpread(consumers []*fanoutConsumer) (firstP99, behindP99 *float64) {
+	n := -1
+	for _, c := range consumers {
+		if n < 0 || len(c.track.latencies) < n {
+			n = len(c.track.latencies)
+		}
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+	first := slices.Clone(consumers[0].track.latencies[:n])
+	for _, c := range consumers[1:] {
+		for i, l := range c.track.latencies[:n] {
+			first[i] = min(first[i], l)
+		}
+	}
+	behind := make([]time.Duration, 0, n*len(consumers))
+	for _, c := range consumers {
+		for i, l := range c.track.latencies[:n] {
+			behind = append(behind, l-first[i])
+		}
+	}
+	f := harness.Milliseconds(harness.ComputePercentiles(first).P99)
+	b := harness.Milliseconds(harness.ComputePercentiles(behind).P99)
+	return &f, &b
 }
 
 // brokerCounters are the counters bench fanout reads from one broker.
@@ -352,6 +394,8 @@ func compareRuns(runs []fanoutRun) *fanoutComparison {
 	allocPerByte := brokerFigure(func(b *brokerFigures) *float64 { return b.AllocBytesPerDeliveredByte })
 	logPerByte := brokerFigure(func(b *brokerFigures) *float64 { return b.LogReadBytesPerDeliveredByte })
 	p99 := func(r fanoutRun) *float64 { return &r.P99Ms }
+	firstP99 := func(r fanoutRun) *float64 { return r.FirstDeliveryP99Ms }
+	behindP99 := func(r fanoutRun) *float64 { return r.BehindFirstP99Ms }
 	return &fanoutComparison{
 		MBPerSec:                     ratio(medianOf(on, mbps), medianOf(off, mbps)),
 		CPUSecondsPerGiB:             ratio(medianOf(on, cpu), medianOf(off, cpu)),
@@ -359,6 +403,8 @@ func compareRuns(runs []fanoutRun) *fanoutComparison {
 		AllocBytesPerDeliveredByte:   ratio(medianOf(on, allocPerByte), medianOf(off, allocPerByte)),
 		LogReadBytesPerDeliveredByte: ratio(medianOf(on, logPerByte), medianOf(off, logPerByte)),
 		P99Ms:                        ratio(medianOf(on, p99), medianOf(off, p99)),
+		FirstDeliveryP99Ms:           ratio(medianOf(on, firstP99), medianOf(off, firstP99)),
+		BehindFirstP99Ms:             ratio(medianOf(on, behindP99), medianOf(off, behindP99)),
 	}
 }
 

@@ -112,6 +112,10 @@ func (s *fanoutSummary) runsTable() *cli.Table {
 	ratioRow("DELIVERED MB/SEC", func(r fanoutRun) string { return fmt.Sprintf("%.2f", r.MBPerSec) }, cmp.MBPerSec)
 	row(latency+" P50 MS", func(r fanoutRun) string { return fmt.Sprintf("%.3f", r.P50Ms) })
 	ratioRow(latency+" P99 MS", func(r fanoutRun) string { return fmt.Sprintf("%.3f", r.P99Ms) }, cmp.P99Ms)
+	if s.Latency == latencyEndToEnd {
+		ratioRow("  P99 OF FIRST DELIVERIES MS", func(r fanoutRun) string { return harness.FloatCell(r.FirstDeliveryP99Ms, 3) }, cmp.FirstDeliveryP99Ms)
+		ratioRow("  P99 BEHIND FIRST DELIVERY MS", func(r fanoutRun) string { return harness.FloatCell(r.BehindFirstP99Ms, 3) }, cmp.BehindFirstP99Ms)
+	}
 	row("VERIFIED", func(r fanoutRun) string { return cli.YesNo(r.Verified) })
 	row("DELIVERED CHECKSUM", func(r fanoutRun) string { return r.Checksum })
 	row("BROKERS MEASURED", broker(func(b *brokerFigures) string { return strconv.Itoa(b.Brokers) }))
