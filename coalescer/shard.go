@@ -175,8 +175,9 @@ func (s *shard) rangeHit(held []*Result, key *Key, current int64) *Result {
 // would have read the same bytes itself with coalescing off: a miss costs
 // the index lookup and nothing else, no hand-off to another goroutine and
 // back. read is not kept past the call, so the caller's closure need not
-// be allocated: a hit costs no allocation for it either. A read whose initiator is already gone is not made: the bytes
-// would be wasted on it, and its waiters retry with their own contexts.
+// be allocated: a hit costs no allocation for it either. A read whose
+// initiator is already gone is not made: the bytes would be wasted on it,
+// and its waiters retry with their own contexts.
 func (s *shard) lead(f *flight, read ReadFunc) {
 	if s.retain == nil {
 		// Yield once before reading. The fetches one append wakes become

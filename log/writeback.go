@@ -15,20 +15,12 @@ import "os"
 // and the fsync that makes them durable finds little left to do.
 const writebackChunk = 1 << 20
 
-// StartWriteback asks the kernel to start writing bytes [off, off+n) of f
-// to the disk, without waiting for them (sync_file_range(2) with
+// startWriteback asks the kernel to start writing the segment's whole
+// pages written since the last start to the disk, once there are
+// writebackChunk of them, without waiting (sync_file_range(2) with
 // SYNC_FILE_RANGE_WRITE). It is advice: it makes nothing durable (only
-// Sync does), reports nothing, and does nothing for a File that is not an
-// *os.File (a test's fault-injecting one) or where the call is not wired
-// up.
-func StartWriteback(f File, off, n int64) {
-	if osf, ok := f.(*os.File); ok && n > 0 {
-		startWriteback(osf, off, n)
-	}
-}
-
-// startWriteback starts the writeback of the segment's whole pages
-// written since the last start, once there are writebackChunk of them.
+// Sync does), and does nothing for a File that is not an *os.File (a
+// test's fault-injecting one) or where the call is not wired up.
 // The page being appended to is left alone: writing into a page under
 // writeback may have to wait for it. A truncation may have cut the file
 // below the last start; it then resumes from the cut. The caller holds
@@ -40,6 +32,8 @@ func (s *segment) startWriteback(end int64) {
 	if end-from < writebackChunk {
 		return
 	}
-	StartWriteback(s.log, from, end-from)
+	if f, ok := s.log.(*os.File); ok {
+		startWriteback(f, from, end-from)
+	}
 	s.writtenBack = end
 }
