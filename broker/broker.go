@@ -225,7 +225,7 @@ func newBroker(opts Options, props *config.Values) *Broker {
 		incarnation: func() controller.IncarnationID { return b.ctrl.incarnation },
 	})
 	b.ClusterView = newClusterView(opts.Node.NodeID, view, func() (string, string) { return b.ctrl.group.Leader() })
-	b.ProducePath = newProducePath(producePathDeps{nodeID: opts.Node.NodeID, now: now,
+	b.ProducePath = newProducePath(producePathDeps{nodeID: opts.Node.NodeID, now: now, heldEntryBytes: opts.Node.QueuedMaxRequestBytes,
 		topic: b.Topic, autoCreate: b.autoCreate, produceSettings: b.produceSettings, propose: b.ctrl.propose,
 		inSyncReplicas: func(p *Partition) []int32 { return b.inSyncReplicas(p) },
 		brokerEpoch:    func() uint64 { return b.ctrl.epoch },

@@ -86,10 +86,9 @@ type acksOneCounts struct {
 	leaderLog, commit atomic.Uint64
 }
 
-// heldEntryBytes bounds the produced batches' Raft entries kept for reuse
-// between produce requests: enough for the entries many producers have in
-// flight at once, little against the request and fetch budgets.
-const heldEntryBytes = 32 << 20
+// defaultHeldEntryBytes bounds the produced batches' Raft entries kept for
+// reuse when producePathDeps does not say (the request budget's default).
+const defaultHeldEntryBytes = 256 << 20
 
 // pooledEntryMin is the smallest entry taken from ProducePath.entries:
 // smaller ones cost less to allocate than the free list's lock, and a
@@ -101,6 +100,14 @@ const pooledEntryMin = 4 << 10
 type producePathDeps struct {
 	nodeID int32
 	now    func() time.Time // the logs' clock, for LogAppendTime
+	// heldEntryBytes bounds the produced batches' Raft entries kept for
+	// reuse between produce requests: the node's queued_max_request_bytes,
+	// which also bounds the entries in flight (a produce request holds its
+	// bytes of it until it is answered), so under a steady load every
+	// entry is a reused buffer. A fresh one costs the first touch of each
+	// of its pages (a fault and zeroing, per 4 KiB); with a 32 MiB bound,
+	// ten producers on one broker faulted in 1.2–1.4 GiB per 2 GB produced.
+	heldEntryBytes int64
 	// topic and autoCreate find a produced topic, creating it on first
 	// use when the cluster allows.
 	topic           func(name string) *Topic
@@ -122,7 +129,11 @@ type producePathDeps struct {
 }
 
 func newProducePath(d producePathDeps) ProducePath {
-	return ProducePath{producePathDeps: d, entries: &memory.Buffers{MaxHeld: heldEntryBytes}}
+	held := d.heldEntryBytes
+	if held <= 0 {
+		held = defaultHeldEntryBytes
+	}
+	return ProducePath{producePathDeps: d, entries: &memory.Buffers{MaxHeld: held}}
 }
 
 // Produce appends a partition's records from a produce request through

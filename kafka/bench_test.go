@@ -129,7 +129,7 @@ func BenchmarkProduceRequest(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := c.handleFrame(rf.b, rf.size, rf.split); err != nil {
+				if err := c.handleFrame(rf.b, rf.size, 0, rf.split); err != nil {
 					b.Fatal(err)
 				}
 				c.s.frames.put(rf.b)

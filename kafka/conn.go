@@ -130,6 +130,10 @@ func (c *clientConn) serve() {
 			c.s.pool.Release(int64(rf.size))
 			rf.split.release(c.s.records)
 		}
+		// So do produce requests left unanswered (a failed write).
+		for _, pr := range c.pending {
+			c.s.pool.Release(pr.charge)
+		}
 		// A fetch whose response was never written (a handler that
 		// failed) gives its bytes back to the fetch budget too.
 		for i := range c.fetch.results {
@@ -177,8 +181,7 @@ func (c *clientConn) serve() {
 			c.closing(c.answerPending())
 			return
 		}
-		err := c.handleFrame(rf.b, rf.size, rf.split)
-		c.s.pool.Release(int64(rf.size))
+		err := c.handleFrame(rf.b, rf.size, int64(rf.size), rf.split)
 		if recyclableFrame(rf.b) {
 			c.s.frames.put(rf.b)
 		}
@@ -336,12 +339,13 @@ func splitProduceFrame(r *bufio.Reader, n int) bool {
 
 // handle answers one frame; an error closes the connection.
 func (c *clientConn) handle(frame []byte) error {
-	return c.handleFrame(frame, len(frame), nil)
+	return c.handleFrame(frame, len(frame), 0, nil)
 }
 
-// handleFrame is handle for a frame that holds size bytes of the request
+// handleFrame is handle for a frame of size bytes that holds charge bytes of the request
 // pool and may have record sets outside it (split).
-func (c *clientConn) handleFrame(frame []byte, size int, split *splitProduce) (err error) {
+func (c *clientConn) handleFrame(frame []byte, size int, charge int64, split *splitProduce) (err error) {
+	defer func() { c.s.pool.Release(charge) }()
 	if split != nil {
 		// Handed to the produce path once the request is decoded;
 		// released here if it never gets there.
@@ -400,7 +404,11 @@ func (c *clientConn) handleFrame(frame []byte, size int, split *splitProduce) (e
 		if err != nil {
 			return err
 		}
-		return c.pipelineProduce(h, api, preq, entries, start, size)
+		if err := c.pipelineProduce(h, api, preq, entries, start, size, charge); err != nil {
+			return err
+		}
+		charge = 0 // the pending response holds it until it is answered
+		return nil
 	}
 	var handlerStart time.Time
 	if c.reqQuotas != nil {

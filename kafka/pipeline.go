@@ -43,11 +43,14 @@ type pendingResponse struct {
 	// nothing for this long once it is answered (or, for acks=0, would
 	// have been).
 	mute time.Duration
+	// charge is what the request holds of queued_max_request_bytes
+	// until it is answered.
+	charge int64
 }
 
 // pipelineProduce starts a produce request and queues its response; a
 // panic while starting it is a bug, logged, and costs the connection.
-func (c *clientConn) pipelineProduce(h requestHeader, a api, req *kmsg.ProduceRequest, entries [][]byte, start time.Time, size int) (err error) {
+func (c *clientConn) pipelineProduce(h requestHeader, a api, req *kmsg.ProduceRequest, entries [][]byte, start time.Time, size int, charge int64) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.logger.Error("handler panicked", "api", a.name, "version", req.GetVersion(), "panic", p, "stack", string(debug.Stack()))
@@ -59,7 +62,7 @@ func (c *clientConn) pipelineProduce(h requestHeader, a api, req *kmsg.ProduceRe
 		handlerStart = time.Now()
 	}
 	resp, done := c.s.startProduce(c, req, entries)
-	pr := pendingResponse{h: h, api: a, start: start, done: done}
+	pr := pendingResponse{h: h, api: a, start: start, done: done, charge: charge}
 	if c.reqQuotas != nil {
 		pr.mute = c.produceQuota(resp, size, time.Since(handlerStart))
 	}
@@ -82,6 +85,7 @@ func (c *clientConn) answerOldest() error {
 	n := copy(c.pending, c.pending[1:])
 	c.pending[n] = pendingResponse{}
 	c.pending = c.pending[:n]
+	c.s.pool.Release(pr.charge)
 	defer c.muteFor(pr.mute)
 	if pr.resp == nil {
 		pr.api.requests.Inc()

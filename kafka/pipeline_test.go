@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/broker"
+	"github.com/weir-broker/weir/broker/memory"
 	"github.com/weir-broker/weir/config"
 	"github.com/weir-broker/weir/log"
 	"github.com/weir-broker/weir/log/logtest"
@@ -249,5 +251,120 @@ func (f *countingFailFile) WriteAt(b []byte, off int64) (int, error) {
 	if f.fs.writes.Add(1) > f.fs.allow {
 		return 0, errors.New("injected write failure")
 	}
+	return f.File.WriteAt(b, off)
+}
+
+// A pipelined produce request holds its bytes of queued_max_request_bytes
+// until it is answered, not only until it is proposed: while its apply is
+// held up, the pool stays charged with the request's size and a second
+// request that does not fit beside it is not read; once the first is
+// answered both are, and every byte comes back.
+func TestPipelinedProduceHoldsRequestMemoryUntilAnswered(t *testing.T) {
+	gate := &gatedFS{}
+	node := config.Node{NodeID: 0, DataDir: t.TempDir(), KafkaAddr: "127.0.0.1:0", AdvertisedKafkaAddr: "127.0.0.1:9092",
+		AdminAddr: "127.0.0.1:0", RPCAddr: "127.0.0.1:0", LogLevel: "info", MaxRequestBytes: 1 << 20}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	b, err := broker.Open(broker.Options{Node: node, Logger: logger, LogFS: gate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	s, addr := serveKafka(t, b, Options{MaxRequestBytes: 1 << 20, QueuedMaxRequestBytes: 96 << 10, AdvertisedAddr: node.AdvertisedKafkaAddr, Logger: logger})
+	if _, err := b.CreateTopic(broker.CreateTopicRequest{Name: "held", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	waitLeader(t, b, "held")
+
+	release := gate.close()
+	t.Cleanup(release) // before the broker's Close, which waits for its applies
+	first := produceRequest(9, -1, "held", logtest.Batch{Records: 1, ValueSize: 60 << 10}.Encode())
+	c1, c2 := dial(t, addr), dial(t, addr)
+	corr1 := c1.send(first)
+	charged := waitPool(t, s, func(st memory.Stats) bool { return st.Used > 60<<10 }, "the first request charged")
+	// Its apply cannot finish while the gate is closed: the charge stays.
+	time.Sleep(100 * time.Millisecond)
+	if st := s.pool.Stats(); st.Used != charged.Used {
+		t.Fatalf("pool used %d bytes while the first request is unanswered, want %d still", st.Used, charged.Used)
+	}
+	second := produceRequest(9, -1, "held", logtest.Batch{Records: 1, ValueSize: 40 << 10}.Encode())
+	corr2 := c2.send(second)
+	waitPool(t, s, func(st memory.Stats) bool { return st.Waiting == 1 }, "the second request waiting for memory")
+
+	release()
+	if got := producedAt(t, c1.read(first, corr1)); got != 0 {
+		t.Fatalf("first produce at offset %d, want 0", got)
+	}
+	if got := producedAt(t, c2.read(second, corr2)); got != 1 {
+		t.Fatalf("second produce at offset %d, want 1", got)
+	}
+	waitPool(t, s, func(st memory.Stats) bool { return st.Used == 0 }, "every byte back")
+}
+
+// waitPool waits up to 5 s for the request pool to satisfy ok.
+func waitPool(t *testing.T, s *Server, ok func(memory.Stats) bool, what string) memory.Stats {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st := s.pool.Stats()
+		if ok(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 5 s (pool %+v)", what, st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// gatedFS holds every write to a partition's segment files while closed.
+type gatedFS struct {
+	log.OSFS
+	mu   sync.RWMutex
+	shut bool
+	cond *sync.Cond
+}
+
+// close makes segment writes wait until the returned function reopens it.
+func (f *gatedFS) close() (reopen func()) {
+	f.mu.Lock()
+	if f.cond == nil {
+		f.cond = sync.NewCond(f.mu.RLocker())
+	}
+	f.shut = true
+	f.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			f.mu.Lock()
+			f.shut = false
+			f.mu.Unlock()
+			f.cond.Broadcast()
+		})
+	}
+}
+
+func (f *gatedFS) wait() {
+	f.mu.RLock()
+	for f.shut {
+		f.cond.Wait()
+	}
+	f.mu.RUnlock()
+}
+
+func (f *gatedFS) OpenFile(name string, flag int, perm fs.FileMode) (log.File, error) {
+	file, err := f.OSFS.OpenFile(name, flag, perm)
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return file, err
+	}
+	return &gatedFile{File: file, fs: f}, nil
+}
+
+type gatedFile struct {
+	log.File
+	fs *gatedFS
+}
+
+func (f *gatedFile) WriteAt(b []byte, off int64) (int, error) {
+	f.fs.wait()
 	return f.File.WriteAt(b, off)
 }
