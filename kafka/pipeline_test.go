@@ -106,7 +106,7 @@ func TestPipelinedIdempotentBatchRefusedMidStream(t *testing.T) {
 // retried batches land once each.
 func TestPipelinedProduceStorageFailure(t *testing.T) {
 	dir := t.TempDir()
-	ffs := &countingFailFS{allow: 2}
+	ffs := failAfter(2)
 	b, addr := startServerOn(t, dir, ffs)
 	if _, err := b.CreateTopic(broker.CreateTopicRequest{Name: "doomed", Partitions: 1}); err != nil {
 		t.Fatal(err)
@@ -226,30 +226,41 @@ func waitLeader(t *testing.T, b *broker.Broker, topic string) {
 	t.Fatalf("%s/0 has no leader here after 10 s", topic)
 }
 
-// countingFailFS lets the first allow writes to partition segment files
-// through and fails every one after them.
-type countingFailFS struct {
+// segmentWriteFS calls beforeWrite ahead of every write to a partition's
+// segment files; an error from it is the write's.
+type segmentWriteFS struct {
 	log.OSFS
-	allow  int64
-	writes atomic.Int64
+	beforeWrite func() error
 }
 
-func (f *countingFailFS) OpenFile(name string, flag int, perm fs.FileMode) (log.File, error) {
+// failAfter lets the first allow segment writes through and fails every
+// one after them.
+func failAfter(allow int64) *segmentWriteFS {
+	var writes atomic.Int64
+	return &segmentWriteFS{beforeWrite: func() error {
+		if writes.Add(1) > allow {
+			return errors.New("injected write failure")
+		}
+		return nil
+	}}
+}
+
+func (f *segmentWriteFS) OpenFile(name string, flag int, perm fs.FileMode) (log.File, error) {
 	file, err := f.OSFS.OpenFile(name, flag, perm)
 	if err != nil || !strings.HasSuffix(name, ".log") {
 		return file, err
 	}
-	return &countingFailFile{File: file, fs: f}, nil
+	return &segmentWriteFile{File: file, fs: f}, nil
 }
 
-type countingFailFile struct {
+type segmentWriteFile struct {
 	log.File
-	fs *countingFailFS
+	fs *segmentWriteFS
 }
 
-func (f *countingFailFile) WriteAt(b []byte, off int64) (int, error) {
-	if f.fs.writes.Add(1) > f.fs.allow {
-		return 0, errors.New("injected write failure")
+func (f *segmentWriteFile) WriteAt(b []byte, off int64) (int, error) {
+	if err := f.fs.beforeWrite(); err != nil {
+		return 0, err
 	}
 	return f.File.WriteAt(b, off)
 }
@@ -260,11 +271,11 @@ func (f *countingFailFile) WriteAt(b []byte, off int64) (int, error) {
 // request that does not fit beside it is not read; once the first is
 // answered both are, and every byte comes back.
 func TestPipelinedProduceHoldsRequestMemoryUntilAnswered(t *testing.T) {
-	gate := &gatedFS{}
+	gate := &segmentGate{}
 	node := config.Node{NodeID: 0, DataDir: t.TempDir(), KafkaAddr: "127.0.0.1:0", AdvertisedKafkaAddr: "127.0.0.1:9092",
 		AdminAddr: "127.0.0.1:0", RPCAddr: "127.0.0.1:0", LogLevel: "info", MaxRequestBytes: 1 << 20}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	b, err := broker.Open(broker.Options{Node: node, Logger: logger, LogFS: gate})
+	b, err := broker.Open(broker.Options{Node: node, Logger: logger, LogFS: gate.fs()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,55 +327,40 @@ func waitPool(t *testing.T, s *Server, ok func(memory.Stats) bool, what string) 
 	}
 }
 
-// gatedFS holds every write to a partition's segment files while closed.
-type gatedFS struct {
-	log.OSFS
-	mu   sync.RWMutex
-	shut bool
-	cond *sync.Cond
+// segmentGate holds every write to a partition's segment files while
+// closed.
+type segmentGate struct {
+	mu   sync.Mutex
+	open chan struct{} // nil while open
 }
 
-// close makes segment writes wait until the returned function reopens it.
-func (f *gatedFS) close() (reopen func()) {
-	f.mu.Lock()
-	if f.cond == nil {
-		f.cond = sync.NewCond(f.mu.RLocker())
-	}
-	f.shut = true
-	f.mu.Unlock()
+// fs is a log.FS whose segment writes pass the gate.
+func (g *segmentGate) fs() log.FS {
+	return &segmentWriteFS{beforeWrite: func() error {
+		g.mu.Lock()
+		open := g.open
+		g.mu.Unlock()
+		if open != nil {
+			<-open
+		}
+		return nil
+	}}
+}
+
+// close makes segment writes wait until the returned function reopens
+// the gate (once, however often it is called).
+func (g *segmentGate) close() (reopen func()) {
+	open := make(chan struct{})
+	g.mu.Lock()
+	g.open = open
+	g.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			f.mu.Lock()
-			f.shut = false
-			f.mu.Unlock()
-			f.cond.Broadcast()
+			g.mu.Lock()
+			g.open = nil
+			g.mu.Unlock()
+			close(open)
 		})
 	}
-}
-
-func (f *gatedFS) wait() {
-	f.mu.RLock()
-	for f.shut {
-		f.cond.Wait()
-	}
-	f.mu.RUnlock()
-}
-
-func (f *gatedFS) OpenFile(name string, flag int, perm fs.FileMode) (log.File, error) {
-	file, err := f.OSFS.OpenFile(name, flag, perm)
-	if err != nil || !strings.HasSuffix(name, ".log") {
-		return file, err
-	}
-	return &gatedFile{File: file, fs: f}, nil
-}
-
-type gatedFile struct {
-	log.File
-	fs *gatedFS
-}
-
-func (f *gatedFile) WriteAt(b []byte, off int64) (int, error) {
-	f.fs.wait()
-	return f.File.WriteAt(b, off)
 }
