@@ -342,8 +342,10 @@ func (c *clientConn) handle(frame []byte) error {
 	return c.handleFrame(frame, len(frame), 0, nil)
 }
 
-// handleFrame is handle for a frame of size bytes that holds charge bytes of the request
-// pool and may have record sets outside it (split).
+// handleFrame is handle for a frame of size bytes that holds charge bytes
+// of the request pool, given back once it is handled or, for a produce
+// request, once it is answered; its record sets may lie outside the frame
+// (split).
 func (c *clientConn) handleFrame(frame []byte, size int, charge int64, split *splitProduce) (err error) {
 	defer func() { c.s.pool.Release(charge) }()
 	if split != nil {
