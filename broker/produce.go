@@ -13,6 +13,7 @@ import (
 	"github.com/weir-broker/weir/broker/controller"
 	"github.com/weir-broker/weir/broker/memory"
 	"github.com/weir-broker/weir/broker/txn"
+	"github.com/weir-broker/weir/config"
 	"github.com/weir-broker/weir/log"
 )
 
@@ -86,10 +87,6 @@ type acksOneCounts struct {
 	leaderLog, commit atomic.Uint64
 }
 
-// defaultHeldEntryBytes bounds the produced batches' Raft entries kept for
-// reuse when producePathDeps does not say (the request budget's default).
-const defaultHeldEntryBytes = 256 << 20
-
 // pooledEntryMin is the smallest entry taken from ProducePath.entries:
 // smaller ones cost less to allocate than the free list's lock, and a
 // small batch in a 4 KiB buffer would hold more memory than it needs.
@@ -131,7 +128,7 @@ type producePathDeps struct {
 func newProducePath(d producePathDeps) ProducePath {
 	held := d.heldEntryBytes
 	if held <= 0 {
-		held = defaultHeldEntryBytes
+		held = config.DefaultQueuedMaxRequestBytes
 	}
 	return ProducePath{producePathDeps: d, entries: &memory.Buffers{MaxHeld: held}}
 }

@@ -97,6 +97,10 @@ type Node struct {
 	Cluster map[string]string `koanf:"cluster"`
 }
 
+// DefaultQueuedMaxRequestBytes is queued_max_request_bytes' default, as
+// Kafka's queued.max.request.bytes would be if it were bounded.
+const DefaultQueuedMaxRequestBytes = 256 << 20
+
 // DefaultNode is a single-node broker on loopback with data in ./data.
 func DefaultNode() map[string]any {
 	return map[string]any{
@@ -110,7 +114,7 @@ func DefaultNode() map[string]any {
 		"seeds":                            "",
 		"log_level":                        "info",
 		"max_request_bytes":                100 << 20,
-		"queued_max_request_bytes":         256 << 20,
+		"queued_max_request_bytes":         DefaultQueuedMaxRequestBytes,
 		"fetch_memory_budget_bytes":        0,
 		"connection_max_unwritten_bytes":   32 << 20,
 		"connection_max_inflight_requests": 6,

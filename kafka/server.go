@@ -13,6 +13,7 @@ import (
 
 	"github.com/weir-broker/weir/broker"
 	"github.com/weir-broker/weir/broker/memory"
+	"github.com/weir-broker/weir/config"
 )
 
 // Options configure a Server.
@@ -49,7 +50,7 @@ type Options struct {
 }
 
 // DefaultQueuedMaxRequestBytes is Options.QueuedMaxRequestBytes' default.
-const DefaultQueuedMaxRequestBytes = 256 << 20
+const DefaultQueuedMaxRequestBytes = config.DefaultQueuedMaxRequestBytes
 
 // Server serves the Kafka protocol for one broker.
 type Server struct {

@@ -369,25 +369,18 @@ func TestNewFanoutRun(t *testing.T) {
 	cs = []*fanoutConsumer{consumer(0, time.Second, 50, 50, late...), consumer(1, time.Second, 50, 50, lat[:50]...)}
 	r = f.newRun("on", 1, cs, started, time.Second, nil, nil)
 	if r.FirstDeliveryP99Ms == nil || *r.FirstDeliveryP99Ms != 50 || r.BehindFirstP99Ms == nil || *r.BehindFirstP99Ms != 7 {
-		t.Errorf("first delivery p99 %v, behind it p99 %v; want 50 and 7", fmtPtr(r.FirstDeliveryP99Ms), fmtPtr(r.BehindFirstP99Ms))
+		t.Errorf("first delivery p99 %v, behind it p99 %v; want 50 and 7", harness.FloatCell(r.FirstDeliveryP99Ms, 3), harness.FloatCell(r.BehindFirstP99Ms, 3))
 	}
 	// A consumer that got fewer records bounds the records compared.
 	cs = []*fanoutConsumer{consumer(0, time.Second, 50, 50, late...), consumer(1, time.Second, 10, 10, lat[:10]...)}
 	r = f.newRun("on", 1, cs, started, time.Second, nil, nil)
 	if r.FirstDeliveryP99Ms == nil || *r.FirstDeliveryP99Ms != 10 {
-		t.Errorf("first delivery p99 over the records all got: %v, want 10", fmtPtr(r.FirstDeliveryP99Ms))
+		t.Errorf("first delivery p99 over the records all got: %v, want 10", harness.FloatCell(r.FirstDeliveryP99Ms, 3))
 	}
 	f.o.mode = fanoutPreload
 	if r = f.newRun("off", 1, cs, started, time.Second, nil, nil); r.FirstDeliveryP99Ms != nil || r.BehindFirstP99Ms != nil {
 		t.Error("preload runs have no send times to split")
 	}
-}
-
-func fmtPtr(v *float64) string {
-	if v == nil {
-		return "nil"
-	}
-	return fmt.Sprint(*v)
 }
 
 func testFanoutSummary() *fanoutSummary {
