@@ -23,7 +23,9 @@
 //	segments.go  segment files, naming, reference counts
 //	recovery.go  replay on Open, torn-tail truncation
 //	reclaim.go   segment deletion and relocation
-//	dropcache.go the page cache kept: the newest synced 64 MiB only
+//	direct.go    the active segment written with O_DIRECT from a ring
+//	             that keeps its newest 64 MiB for reads
+//	dropcache.go pages reads bring into the page cache, dropped behind
 //	handoff.go   a follower's stored entries handed to its apply, unread
 //	metrics.go   Prometheus collectors
 //
@@ -66,11 +68,16 @@
 // returned), so under load a batch costs the longer of a write and a Sync,
 // not their sum. Batches are as big as the disk is slow, with no timer.
 //
-// Once synced, everything but the newest 64 MiB of the WAL leaves the page
-// cache (posix_fadvise DONTNEED; dropcache.go): those are the bytes read
-// back soon (entries sent to followers, entries a follower applies), and
-// the WAL's next writes go into the pages just freed, which costs a
-// fraction of writing into fresh ones.
+// The write itself bypasses the page cache (direct.go): the batch is
+// copied into a resident ring at its file offset and the blocks it
+// touches are written with O_DIRECT, the block it starts in rewritten
+// with the earlier bytes unchanged and the block it ends in padded with
+// zeros (cut at replay, and by truncating a segment before the next one
+// is created). The ring holds the active segment's newest 64 MiB, the
+// bytes read back soon (entries a leader sends its followers), which
+// GetLog copies from it; older entries are read from the file. Pages that
+// such reads bring into the page cache are dropped once 64 MiB behind
+// the end (posix_fadvise DONTNEED; dropcache.go).
 //
 // # Durability
 //

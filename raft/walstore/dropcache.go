@@ -6,21 +6,16 @@ import (
 	"github.com/weir-broker/weir/log"
 )
 
-// cacheWindow is how many of the WAL's newest bytes are left in the page
-// cache once synced. They are what is read back soon: entries a leader
-// sends its followers, and entries a follower applies once it learns they
-// are committed, milliseconds after they were written. Everything older is
-// read again only by a follower far behind, by relocation and by replay,
-// which may as well read the disk.
-//
-// Everything older is dropped from the cache after its fsync
-// (log.DropCache) for two reasons. Writing the WAL into pages the kernel
-// has just freed costs a fraction of writing into fresh ones (on the
-// benchmark machine, 2 GiB written in 1 MiB pwrites with an fdatasync
-// every 8: 2.8-3.7 s of CPU into fresh pages, 0.76-0.80 s with all but
-// the last 16 MiB dropped behind). And a WAL that every produced byte goes
-// through would otherwise fill the page cache with pages nobody reads,
-// pushing out the partitions' segments, which consumers do read.
+// cacheWindow is how many of the WAL's newest bytes may stay cached: the
+// ring (direct.go) holds as many of the active segment's, which is what
+// is read back soon (entries a leader sends its followers). The WAL's
+// writes never enter the page cache; its reads do (a follower far behind,
+// the previous segment's tail just after a roll, relocation, the head of
+// a block before the first write to a segment), and everything they
+// brought in more than cacheWindow behind the end is dropped after each
+// fsync (log.DropCache), so that a WAL which every produced byte goes
+// through never pushes the partitions' segments, which consumers read,
+// out of the cache.
 const cacheWindow = 64 << 20
 
 // dropChunk is the least worth an fadvise call.

@@ -158,7 +158,10 @@ func (gs *GroupStore) GetLog(index uint64, l *hraft.Log) error {
 	s.mu.RUnlock()
 
 	buf := make([]byte, at.n)
-	n, err := sg.f.ReadAt(buf, int64(at.off))
+	n, err := len(buf), error(nil)
+	if !s.ring.read(at.seg, buf, int64(at.off)) {
+		n, err = sg.f.ReadAt(buf, int64(at.off))
+	}
 	sg.release()
 	if n == len(buf) {
 		err = nil

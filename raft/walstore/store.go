@@ -119,6 +119,10 @@ type Store struct {
 	syncReq  chan syncJob
 	syncDone chan error
 
+	// ring is the active segment's newest bytes, which the writer writes
+	// to the file with O_DIRECT and GetLog reads back (direct.go).
+	ring *ring
+
 	// syncLoop only: what of the newest segments may still be in the page
 	// cache (dropcache.go), and closed when syncLoop has exited.
 	cached      []cachedRange
@@ -144,6 +148,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		syncDone: make(chan error, 1),
 
 		syncStopped: make(chan struct{}),
+		ring:        newRing(),
 	}
 	if s.fs == nil {
 		s.fs = log.OSFS{}
@@ -256,6 +261,13 @@ func (s *Store) Close() error {
 	s.signal()
 	<-s.stopped
 	<-s.syncStopped
+	var err error
+	if s.ring.wf != nil && s.failed() == nil {
+		// A clean stop leaves no padding after the last record, so the
+		// next Open has no torn tail to report.
+		sg := s.activeSegment()
+		err = s.seal(sg, sg.size)
+	}
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
@@ -263,7 +275,7 @@ func (s *Store) Close() error {
 	if s.met != nil {
 		s.met.unregister()
 	}
-	return nil
+	return err
 }
 
 // closeFiles drops the store's reference to every segment; files close
@@ -276,4 +288,5 @@ func (s *Store) closeFiles() {
 	for _, sg := range segs {
 		sg.release()
 	}
+	s.ring.free()
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/weir-broker/weir/log"
 )
 
 // request is one caller's mutation, encoded by the caller (so CRC work
@@ -402,6 +400,9 @@ func (s *Store) writeOnly(bufs [][]byte, n int) (sg *segment, base int64, rolled
 		if err := s.failed(); err != nil {
 			return nil, 0, false, err
 		}
+		if err := s.seal(sg, s.wend); err != nil {
+			return nil, 0, false, err
+		}
 		nsg, err := s.createSegment(sg.seq + 1)
 		if err != nil {
 			return nil, 0, false, err
@@ -415,7 +416,7 @@ func (s *Store) writeOnly(bufs [][]byte, n int) (sg *segment, base int64, rolled
 		s.wseg, s.wend = nsg, nsg.size
 	}
 	base = s.wend
-	if _, err := log.WriteVectorAt(sg.f, bufs, base); err != nil {
+	if err := s.ringWrite(sg, bufs, n, base); err != nil {
 		return nil, 0, false, fmt.Errorf("walstore: writing %s at %d: %w", sg.path, base, err)
 	}
 	s.wend += int64(n)
