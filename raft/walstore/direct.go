@@ -104,8 +104,9 @@ func (r *ring) read(seq uint32, dst []byte, off int64) bool {
 	return true
 }
 
-// write writes bufs, n bytes in all, at off of segment sg, whose bytes
-// end at off.
+// ringWrite writes bufs, n bytes in all, at off of the active segment
+// sg, whose records end at off: through the ring with O_DIRECT, in whole
+// blocks.
 func (s *Store) ringWrite(sg *segment, bufs [][]byte, n int, off int64) error {
 	r := s.ring
 	start := off &^ (directAlign - 1)
