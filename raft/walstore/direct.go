@@ -40,9 +40,11 @@ import (
 // segment but the last is lost data to replay.
 //
 // The ring is also the cache of what is read back soon: GetLog copies an
-// entry of the active segment from it while it is there, instead of
-// reading the disk; everything else is read through the segment's own
-// buffered handle, as before.
+// entry from it while it is among the newest ringBytes written, instead
+// of reading the disk. A roll does not empty it: the new segment's bytes
+// follow the old one's in the ring (from the next block), so a follower
+// just behind still gets the old segment's tail from memory. Everything
+// else is read through the segment's own buffered handle, as before.
 //
 // Where the file system refuses O_DIRECT (at open, or with EINVAL at the
 // first write) or is not the OS's, the same aligned writes go through the
@@ -57,14 +59,21 @@ const (
 	ringBytes = cacheWindow
 )
 
-// ring is the active segment's newest bytes and its write handle. The
-// writer goroutine owns the handle and is the only writer of the ring's
-// bytes; mu orders it against readers.
+// ring is the WAL's newest bytes and the active segment's write handle.
+// Bytes have positions in the ring's own stream: a segment's offset off
+// is at its base + off, and position p at buf[p % len(buf)]. The writer
+// goroutine owns the handle and is the only writer of the ring's bytes;
+// mu orders it against readers.
 type ring struct {
 	mu     sync.RWMutex
 	buf    []byte // ringBytes, aligned to directAlign; nil once freed
-	seq    uint32 // the segment whose bytes buf holds
-	lo, hi int64  // buf holds seq's file offsets [lo, hi)
+	seq    uint32 // the active segment (0: none yet)
+	base   int64  // position of seq's offset 0, a multiple of directAlign
+	lo, hi int64  // positions held: [lo, hi)
+	// The segment before seq, whose tail may still be held: its
+	// sequence (0: none), base and the end of its records.
+	prevSeq           uint32
+	prevBase, prevEnd int64
 
 	// Writer only.
 	wf       log.File // seq's write handle: O_DIRECT, or the segment's own
@@ -97,10 +106,22 @@ func (r *ring) closeHandle() {
 func (r *ring) read(seq uint32, dst []byte, off int64) bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	if r.buf == nil || seq != r.seq || off < r.lo || off+int64(len(dst)) > r.hi {
+	n := int64(len(dst))
+	var p int64
+	switch {
+	case r.buf == nil || seq == 0:
+		return false
+	case seq == r.seq:
+		p = r.base + off
+	case seq == r.prevSeq && off+n <= r.prevEnd:
+		p = r.prevBase + off
+	default:
 		return false
 	}
-	r.copyOut(dst, off)
+	if p < r.lo || p+n > r.hi {
+		return false
+	}
+	r.copyOut(dst, p)
 	return true
 }
 
@@ -116,8 +137,9 @@ func (s *Store) ringWrite(sg *segment, bufs [][]byte, n int, off int64) error {
 		// Larger than the ring can stage (one entry of tens of MiB):
 		// written buffered, and the ring starts over behind it.
 		r.mu.Lock()
-		r.lo, r.hi = end, end
+		r.seq, r.prevSeq, r.lo = 0, 0, r.hi
 		r.mu.Unlock()
+		r.closeHandle()
 		_, err := log.WriteVectorAt(sg.f, bufs, off)
 		return err
 	}
@@ -125,17 +147,17 @@ func (s *Store) ringWrite(sg *segment, bufs [][]byte, n int, off int64) error {
 		return err
 	}
 	r.mu.Lock()
-	r.lo = max(r.lo, aend-int64(len(r.buf)))
-	p := off
+	r.lo = max(r.lo, r.base+aend-int64(len(r.buf)))
+	p := r.base + off
 	for _, b := range bufs {
 		r.copyIn(p, b)
 		p += int64(len(b))
 	}
-	r.zero(end, aend)
-	r.hi = end
+	r.zero(r.base+end, r.base+aend)
+	r.hi = r.base + end
 	r.mu.Unlock()
 
-	r.iov = r.span(r.iov[:0], start, aend)
+	r.iov = r.span(r.iov[:0], r.base+start, r.base+aend)
 	_, err := log.WriteVectorAt(r.wf, r.iov, start)
 	if r.owned && errors.Is(err, syscall.EINVAL) {
 		// Accepted at open, refused at write (an alignment this device
@@ -153,10 +175,24 @@ func (s *Store) ringWrite(sg *segment, bufs [][]byte, n int, off int64) error {
 // block the next write begins in, and r.wf sg's write handle.
 func (s *Store) ringFor(sg *segment, start, off int64) error {
 	r := s.ring
-	if r.seq == sg.seq && r.wf != nil && r.lo <= start && r.hi == off {
+	if r.seq == sg.seq && r.wf != nil && r.lo <= r.base+start && r.hi == r.base+off {
 		return nil
 	}
-	if r.seq != sg.seq || r.wf == nil {
+	if r.seq != sg.seq {
+		// The new segment's bytes start at the next block of the ring;
+		// after a roll the old one's stay readable behind them.
+		r.mu.Lock()
+		base := (r.hi + directAlign - 1) &^ (directAlign - 1)
+		if r.seq != 0 && sg.seq == r.seq+1 && start == 0 {
+			r.prevSeq, r.prevBase, r.prevEnd = r.seq, r.base, r.hi-r.base
+		} else {
+			r.prevSeq, r.lo = 0, base+start
+		}
+		r.seq, r.base, r.hi = sg.seq, base, base+start
+		r.mu.Unlock()
+		r.closeHandle()
+	}
+	if r.wf == nil {
 		r.closeHandle()
 		r.wf = sg.f
 		if _, osfs := s.fs.(log.OSFS); osfs && oDirect != 0 && !r.noDirect {
@@ -177,9 +213,13 @@ func (s *Store) ringFor(sg *segment, start, off int64) error {
 		return fmt.Errorf("walstore: reading %s at %d: %w", sg.path, start, err)
 	}
 	r.mu.Lock()
-	r.seq, r.lo, r.hi = sg.seq, start, start
-	r.copyIn(start, head)
-	r.hi = off
+	if r.hi != r.base+start {
+		// Whatever the ring held does not lead up to start.
+		r.prevSeq, r.lo, r.hi = 0, r.base+start, r.base+start
+	}
+	r.lo = max(r.lo, r.base+off-int64(len(r.buf)))
+	r.copyIn(r.base+start, head)
+	r.hi = r.base + off
 	r.mu.Unlock()
 	return nil
 }
@@ -201,7 +241,7 @@ func (s *Store) seal(sg *segment, end int64) error {
 	return nil
 }
 
-// copyIn copies b into the ring at file offset off, wrapping at its end.
+// copyIn copies b into the ring at position off, wrapping at its end.
 func (r *ring) copyIn(off int64, b []byte) {
 	for len(b) > 0 {
 		p := off % int64(len(r.buf))
@@ -210,7 +250,7 @@ func (r *ring) copyIn(off int64, b []byte) {
 	}
 }
 
-// copyOut copies the ring's bytes from file offset off into dst.
+// copyOut copies the ring's bytes from position off into dst.
 func (r *ring) copyOut(dst []byte, off int64) {
 	for len(dst) > 0 {
 		p := off % int64(len(r.buf))
@@ -228,7 +268,7 @@ func (r *ring) zero(from, to int64) {
 	}
 }
 
-// span appends the ring's slices holding file offsets [from, to): one, or
+// span appends the ring's slices holding positions [from, to): one, or
 // two where they wrap. Both are aligned, as the ring and its size are.
 func (r *ring) span(iov [][]byte, from, to int64) [][]byte {
 	for from < to {

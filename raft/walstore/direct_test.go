@@ -92,3 +92,46 @@ func TestEntryLargerThanTheRing(t *testing.T) {
 	mustClose(t, img)
 	mustClose(t, s)
 }
+
+// A roll does not empty the ring: right after it the previous segment's
+// newest entries are still read from memory; the segment before that one
+// is read from its file.
+func TestRingKeepsThePreviousSegmentsTail(t *testing.T) {
+	fsys := newFaultFS()
+	s := openT(t, testDir, fsys, 16<<20)
+	defer mustClose(t, s)
+	g := s.Group("g")
+	data := func(i uint64) []byte { return bytes.Repeat([]byte{byte(i)}, 1<<20+int(i)) }
+	const entries = 40
+	for i := uint64(1); i <= entries; i++ {
+		if err := g.StoreLogs([]*hraft.Log{{Index: i, Term: 1, Type: hraft.LogCommand, Data: data(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.mu.RLock()
+	segs := slices.Clone(s.segs)
+	g0 := s.groups["g"]
+	var inLast, inPrev int
+	for _, at := range g0.locs {
+		switch at.seg {
+		case segs[len(segs)-1].seq:
+			inLast++
+		case segs[len(segs)-2].seq:
+			inPrev++
+		}
+	}
+	s.mu.RUnlock()
+	if len(segs) < 3 || inLast == 0 || inPrev == 0 {
+		t.Fatalf("%d segments, %d entries in the last, %d in the one before: the test needs a roll behind a roll", len(segs), inLast, inPrev)
+	}
+	var l hraft.Log
+	for i := uint64(1); i <= entries; i++ {
+		if err := g.GetLog(i, &l); err != nil || !bytes.Equal(l.Data, data(i)) {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+	}
+	st := s.Stats()
+	if want := uint64(inLast + inPrev); st.RingReads != want || st.FileReads != entries-want {
+		t.Errorf("read back %d entries: %d from the ring, %d from files; want %d and %d", entries, st.RingReads, st.FileReads, want, entries-want)
+	}
+}

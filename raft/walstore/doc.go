@@ -73,9 +73,10 @@
 // touches are written with O_DIRECT, the block it starts in rewritten
 // with the earlier bytes unchanged and the block it ends in padded with
 // zeros (cut at replay, and by truncating a segment before the next one
-// is created). The ring holds the active segment's newest 64 MiB, the
-// bytes read back soon (entries a leader sends its followers), which
-// GetLog copies from it; older entries are read from the file. Pages that
+// is created). The ring holds the log's newest 64 MiB (the active
+// segment's, and the tail of the one before it after a roll), the bytes
+// read back soon (entries a leader sends its followers), which GetLog
+// copies from it; older entries are read from the file. Pages that
 // such reads bring into the page cache are dropped once 64 MiB behind
 // the end (posix_fadvise DONTNEED; dropcache.go).
 //

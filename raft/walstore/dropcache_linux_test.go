@@ -94,6 +94,9 @@ func TestWrittenBytesStayOutOfThePageCache(t *testing.T) {
 	if resident, total := residentPages(t, active); resident > 1 {
 		t.Errorf("%s, the active segment, read back from the ring: %d of %d pages cached", filepath.Base(active), resident, total)
 	}
+	if st := s.Stats(); st.RingReads != 6 || st.FileReads != 0 {
+		t.Errorf("the newest 6 entries read back: %d from the ring, %d from files", st.RingReads, st.FileReads)
+	}
 	diskBytes := s.Stats().DiskBytes
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -131,6 +134,10 @@ func TestWrittenBytesStayOutOfThePageCache(t *testing.T) {
 		if err := s.Group("g").GetLog(i, &l); err != nil || !slices.Equal(l.Data, data) {
 			t.Fatalf("entry %d after reopening: %v (%d bytes)", i, err, len(l.Data))
 		}
+	}
+	if st := s.Stats(); st.FileReads != 2 || st.RingReads != 0 {
+		// Reopened, nothing written yet: the ring holds nothing.
+		t.Errorf("after reopening, entries 1 and %d read back: %d from the ring, %d from files", entries, st.RingReads, st.FileReads)
 	}
 	if resident, total := residentPages(t, paths[0]); resident < 256 {
 		t.Errorf("%s: entry 1 read back, yet only %d of %d pages cached: was it read at all?", filepath.Base(paths[0]), resident, total)

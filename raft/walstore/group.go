@@ -159,8 +159,17 @@ func (gs *GroupStore) GetLog(index uint64, l *hraft.Log) error {
 
 	buf := make([]byte, at.n)
 	n, err := len(buf), error(nil)
-	if !s.ring.read(at.seg, buf, int64(at.off)) {
+	if s.ring.read(at.seg, buf, int64(at.off)) {
+		s.ringReads.Add(1)
+		if s.met != nil {
+			s.met.ringReads.Inc()
+		}
+	} else {
 		n, err = sg.f.ReadAt(buf, int64(at.off))
+		s.fileReads.Add(1)
+		if s.met != nil {
+			s.met.fileReads.Inc()
+		}
 	}
 	sg.release()
 	if n == len(buf) {

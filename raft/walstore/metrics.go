@@ -19,6 +19,8 @@ type metrics struct {
 	relocated    prometheus.Counter
 	syncSeconds  prometheus.Histogram
 	handedOff    prometheus.Counter
+	ringReads    prometheus.Counter
+	fileReads    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, s *Store) (*metrics, error) {
@@ -56,6 +58,14 @@ func newMetrics(reg prometheus.Registerer, s *Store) (*metrics, error) {
 		Name: "weir_raft_log_handed_off_entries_total",
 		Help: "Entries a follower's apply took from memory, as stored, instead of reading them back from the shared Raft log.",
 	})
+	m.ringReads = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "weir_raft_log_ring_reads_total",
+		Help: "Entries read back (a leader's, to send to followers) from the ring of the shared Raft log's newest bytes, in memory.",
+	})
+	m.fileReads = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "weir_raft_log_file_reads_total",
+		Help: "Entries read back from the shared Raft log's files: older than the ring holds.",
+	})
 	segments := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "weir_raft_log_segments",
 		Help: "Segment files of the shared Raft log.",
@@ -64,7 +74,7 @@ func newMetrics(reg prometheus.Registerer, s *Store) (*metrics, error) {
 		Name: "weir_raft_log_groups",
 		Help: "Raft groups with entries or stable state in the shared Raft log.",
 	}, func() float64 { return float64(s.Stats().Groups) })
-	for _, c := range []prometheus.Collector{m.fsyncs, m.batchRecords, m.batchGroups, m.bytesWritten, m.relocated, m.syncSeconds, m.handedOff, segments, groups} {
+	for _, c := range []prometheus.Collector{m.fsyncs, m.batchRecords, m.batchGroups, m.bytesWritten, m.relocated, m.syncSeconds, m.handedOff, m.ringReads, m.fileReads, segments, groups} {
 		if err := reg.Register(c); err != nil {
 			m.unregister()
 			return nil, errors.Join(errors.New("walstore: registering metrics"), err)

@@ -27,6 +27,9 @@ func TestMetrics(t *testing.T) {
 	if err := follower.GetLog(3, &l); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.Group("g1").GetLog(1, &l); err != nil { // from the ring
+		t.Fatal(err)
+	}
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -54,6 +57,8 @@ func TestMetrics(t *testing.T) {
 		"weir_raft_log_relocated_bytes_total":    0,
 		"weir_raft_log_sync_seconds":             float64(st.Fsyncs),
 		"weir_raft_log_handed_off_entries_total": 1,
+		"weir_raft_log_ring_reads_total":         1,
+		"weir_raft_log_file_reads_total":         float64(st.FileReads),
 	}
 	for name, v := range want {
 		if g, ok := got[name]; !ok || g != v {

@@ -72,6 +72,8 @@ type Stats struct {
 	LiveBytes      int64  // bytes of records still needed by some group
 	HandedOff      uint64 // entries GetLog took from a hand-off instead of reading them (handoff.go)
 	HandOffBytes   int64  // entry bytes held for hand-off now
+	RingReads      uint64 // entries GetLog copied from the ring (direct.go)
+	FileReads      uint64 // entries GetLog read from a segment file
 }
 
 // Store is one node's Raft log and stable store, shared by every group.
@@ -119,7 +121,7 @@ type Store struct {
 	syncReq  chan syncJob
 	syncDone chan error
 
-	// ring is the active segment's newest bytes, which the writer writes
+	// ring is the log's newest bytes, which the writer writes
 	// to the file with O_DIRECT and GetLog reads back (direct.go).
 	ring *ring
 
@@ -129,7 +131,7 @@ type Store struct {
 	syncStopped chan struct{}
 
 	fsyncs, batches, records, bytesWritten, relocated atomic.Uint64
-	handedOff                                         atomic.Uint64
+	handedOff, ringReads, fileReads                   atomic.Uint64
 	handOffBytes                                      atomic.Int64 // held by all groups' hand-offs
 }
 
@@ -235,6 +237,8 @@ func (s *Store) Stats() Stats {
 		RelocatedBytes: s.relocated.Load(),
 		HandedOff:      s.handedOff.Load(),
 		HandOffBytes:   s.handOffBytes.Load(),
+		RingReads:      s.ringReads.Load(),
+		FileReads:      s.fileReads.Load(),
 	}
 	s.mu.RLock()
 	st.Segments = len(s.segs)
