@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -157,7 +159,7 @@ func (s *Store) ringWrite(sg *segment, bufs [][]byte, n int, off int64) error {
 	r.hi = r.base + end
 	r.mu.Unlock()
 
-	r.iov = r.span(r.iov[:0], r.base+start, r.base+aend)
+	r.iov = slices.AppendSeq(r.iov[:0], r.pieces(r.base+start, r.base+aend))
 	_, err := log.WriteVectorAt(r.wf, r.iov, start)
 	if r.owned && errors.Is(err, syscall.EINVAL) {
 		// Accepted at open, refused at write (an alignment this device
@@ -241,43 +243,40 @@ func (s *Store) seal(sg *segment, end int64) error {
 	return nil
 }
 
-// copyIn copies b into the ring at position off, wrapping at its end.
+// pieces yields the ring's slices holding positions [from, to): one, or
+// two where they wrap. Both are aligned when from and to are, as the
+// ring and its size are.
+func (r *ring) pieces(from, to int64) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		for from < to {
+			p := from % int64(len(r.buf))
+			k := min(to-from, int64(len(r.buf))-p)
+			if !yield(r.buf[p : p+k]) {
+				return
+			}
+			from += k
+		}
+	}
+}
+
+// copyIn copies b into the ring at position off.
 func (r *ring) copyIn(off int64, b []byte) {
-	for len(b) > 0 {
-		p := off % int64(len(r.buf))
-		k := copy(r.buf[p:], b)
-		b, off = b[k:], off+int64(k)
+	for piece := range r.pieces(off, off+int64(len(b))) {
+		b = b[copy(piece, b):]
 	}
 }
 
 // copyOut copies the ring's bytes from position off into dst.
 func (r *ring) copyOut(dst []byte, off int64) {
-	for len(dst) > 0 {
-		p := off % int64(len(r.buf))
-		k := copy(dst, r.buf[p:])
-		dst, off = dst[k:], off+int64(k)
+	for piece := range r.pieces(off, off+int64(len(dst))) {
+		dst = dst[copy(dst, piece):]
 	}
 }
 
 func (r *ring) zero(from, to int64) {
-	for from < to {
-		p := from % int64(len(r.buf))
-		k := min(to-from, int64(len(r.buf))-p)
-		clear(r.buf[p : p+k])
-		from += k
+	for piece := range r.pieces(from, to) {
+		clear(piece)
 	}
-}
-
-// span appends the ring's slices holding positions [from, to): one, or
-// two where they wrap. Both are aligned, as the ring and its size are.
-func (r *ring) span(iov [][]byte, from, to int64) [][]byte {
-	for from < to {
-		p := from % int64(len(r.buf))
-		k := min(to-from, int64(len(r.buf))-p)
-		iov = append(iov, r.buf[p:p+k])
-		from += k
-	}
-	return iov
 }
 
 // alignedSlice is n bytes of the Go heap starting on a directAlign

@@ -7,15 +7,14 @@ import (
 )
 
 // cacheWindow is how many of the WAL's newest bytes may stay cached: the
-// ring (direct.go) holds as many of the active segment's, which is what
-// is read back soon (entries a leader sends its followers). The WAL's
-// writes never enter the page cache; its reads do (a follower far behind,
-// the previous segment's tail just after a roll, relocation, the head of
-// a block before the first write to a segment), and everything they
-// brought in more than cacheWindow behind the end is dropped after each
-// fsync (log.DropCache), so that a WAL which every produced byte goes
-// through never pushes the partitions' segments, which consumers read,
-// out of the cache.
+// ring (direct.go) holds as many, which is what is read back soon
+// (entries a leader sends its followers). The WAL's writes never enter
+// the page cache; its reads do (a follower far behind, relocation, the
+// head of a block before the first write to a segment), and everything
+// they brought in more than cacheWindow behind the end is dropped after
+// each fsync (log.DropCache), so that a WAL which every produced byte
+// goes through never pushes the partitions' segments, which consumers
+// read, out of the cache.
 const cacheWindow = 64 << 20
 
 // dropChunk is the least worth an fadvise call.
