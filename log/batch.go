@@ -275,10 +275,13 @@ func validateBatches(records []byte, full, crc bool) ([]BatchHeader, error) {
 	return hs, nil
 }
 
-// rewriteBatch stamps broker-assigned fields into a validated batch and
-// recomputes its CRC. logAppendTime > 0 marks the batch LogAppendTime and
-// sets maxTimestamp, exactly as Kafka's LogValidator does (firstTimestamp is
-// left alone; readers must use maxTimestamp for such batches).
+// rewriteBatch stamps broker-assigned fields into a validated batch.
+// logAppendTime > 0 marks the batch LogAppendTime and sets maxTimestamp,
+// exactly as Kafka's LogValidator does (firstTimestamp is left alone;
+// readers must use maxTimestamp for such batches), and only then is the
+// CRC computed again: it covers the attributes onwards, not the base
+// offset or leader epoch before them, so a CreateTime batch's stays the
+// one its producer computed and its replica checked.
 func rewriteBatch(b []byte, baseOffset int64, leaderEpoch int32, logAppendTime int64) {
 	binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(baseOffset))
 	binary.BigEndian.PutUint32(b[offLeaderEpoch:], uint32(leaderEpoch))
@@ -286,9 +289,9 @@ func rewriteBatch(b []byte, baseOffset int64, leaderEpoch int32, logAppendTime i
 		attrs := binary.BigEndian.Uint16(b[offAttributes:]) | attrLogAppendTime
 		binary.BigEndian.PutUint16(b[offAttributes:], attrs)
 		binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(logAppendTime))
+		size := int(binary.BigEndian.Uint32(b[offLength:])) + batchPrefixLen
+		binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:size], crcTable))
 	}
-	size := int(binary.BigEndian.Uint32(b[offLength:])) + batchPrefixLen
-	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:size], crcTable))
 }
 
 // EndOffset returns the offset after the last record of the whole

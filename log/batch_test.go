@@ -3,6 +3,7 @@ package log
 import (
 	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"testing"
 )
 
@@ -77,7 +78,8 @@ func TestValidateBatches(t *testing.T) {
 // resum fixes the CRC after a deliberate header edit so only the edited
 // field is wrong.
 func resum(b []byte) []byte {
-	rewriteBatch(b, int64(binary.BigEndian.Uint64(b)), int32(binary.BigEndian.Uint32(b[offLeaderEpoch:])), 0)
+	size := int(binary.BigEndian.Uint32(b[offLength:])) + batchPrefixLen
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:size], crcTable))
 	return b
 }
 
@@ -133,5 +135,21 @@ func TestEndOffset(t *testing.T) {
 		if got, ok := EndOffset(tc.records); got != tc.want || ok != tc.ok {
 			t.Errorf("%s: %d %v, want %d %v", tc.name, got, ok, tc.want, tc.ok)
 		}
+	}
+}
+
+// The CRC covers the attributes onwards: stamping a batch's offset and
+// leader epoch keeps the producer's CRC valid, and LogAppendTime, which
+// changes attributes and maxTimestamp, gets a new one.
+func TestRewriteBatchKeepsTheCRCValid(t *testing.T) {
+	b := simpleBatch(t, 3, 1_000, 10)
+	crc := binary.BigEndian.Uint32(b[offCRC:])
+	rewriteBatch(b, 42, 7, 0)
+	if err := CheckCRC(b); err != nil || binary.BigEndian.Uint32(b[offCRC:]) != crc {
+		t.Fatalf("CreateTime stamp: %v, CRC %08x (was %08x)", err, binary.BigEndian.Uint32(b[offCRC:]), crc)
+	}
+	rewriteBatch(b, 42, 7, 5_000)
+	if err := CheckCRC(b); err != nil || binary.BigEndian.Uint32(b[offCRC:]) == crc {
+		t.Fatalf("LogAppendTime stamp: %v, CRC %08x unchanged", err, crc)
 	}
 }

@@ -21,6 +21,7 @@
 //	writer.go    the queue, the writer goroutine, group commit, fail-stop
 //	record.go    the segment header and record formats (drawn there)
 //	segments.go  segment files, naming, reference counts
+//	spares.go    files kept or written ahead to become new segments
 //	recovery.go  replay on Open, torn-tail truncation
 //	reclaim.go   segment deletion and relocation
 //	direct.go    the active segment written with O_DIRECT from a ring
@@ -35,13 +36,20 @@
 //	  00000000000000000001.wal   segment 1: header, then records
 //	  00000000000000000002.wal   ...
 //	  00000000000000000007.wal   the active segment (highest sequence)
+//	  00000000000000000003.spare a file kept to become a new segment
 //
 // Segment sequences are contiguous from the oldest to the active one;
-// a segment is never preallocated, and is rolled once it passes
-// Options.SegmentBytes (so it may exceed it by one batch). Each starts
-// with a 20-byte header (magic "wRWL", version 1, its sequence, CRC-32C).
+// a segment is rolled once it passes Options.SegmentBytes (so it may
+// exceed it by one batch). A new segment is made from a spare when there
+// is one (spares.go): an emptied old segment, or a file of zeros written
+// ahead in the background, so that its writes overwrite blocks already
+// allocated instead of growing the file. Each segment starts with a
+// 20-byte header (magic "wRWL", version 2, its sequence, CRC-32C).
 // Records follow back to back, each framed by a length and a CRC-32C
-// over length and contents, and naming its group:
+// over length and contents, XORed with the segment's sequence so that an
+// earlier life's records left past the end of a reused file never pass
+// for this one's (version 1 segments, from before reuse, are read
+// unsalted), and naming its group:
 //
 //	+---------+---------+------+------+--------+-----------------------+
 //	| len u32 | crc u32 | kind | nlen | group  | payload               |
@@ -139,10 +147,11 @@
 // segment's live records to the tail (at most one batch-size chunk per
 // step, so commits interleave) when that segment is at most half live, or
 // whenever the WAL exceeds twice the live bytes plus four segments; the
-// emptied segment is then deleted. So an idle group does not pin old
-// segments, and in steady state
+// emptied segment is then deleted, or kept as a spare while there are
+// fewer than two. So an idle group does not pin old segments, and in
+// steady state
 //
-//	disk <= 2 × live bytes + (4 + 2) × SegmentBytes
+//	disk <= 2 × live bytes + (4 + 2) × SegmentBytes + 2 spares
 //
 // (the extra two: the active segment and one batch of overshoot), which
 // TestRelocationOfIdleGroup checks. Relocation costs at most the live

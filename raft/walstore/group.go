@@ -142,7 +142,7 @@ func (gs *GroupStore) GetLog(index uint64, l *hraft.Log) error {
 		// may keep them.
 		buf := slices.Clone(tail)
 		s.mu.RUnlock()
-		rec, err := parseRecord(buf)
+		rec, err := parseRecord(buf, 0)
 		if err != nil {
 			return fmt.Errorf("walstore: cached entry of group %q index %d: %w", gs.name, index, err)
 		}
@@ -154,7 +154,7 @@ func (gs *GroupStore) GetLog(index uint64, l *hraft.Log) error {
 		s.mu.RUnlock()
 		return fmt.Errorf("walstore: group %q index %d: segment %d missing", gs.name, index, at.seg)
 	}
-	sg.acquire()
+	sg.acquireRead()
 	s.mu.RUnlock()
 
 	buf := make([]byte, at.n)
@@ -171,7 +171,7 @@ func (gs *GroupStore) GetLog(index uint64, l *hraft.Log) error {
 			s.met.fileReads.Inc()
 		}
 	}
-	sg.release()
+	sg.releaseRead()
 	if n == len(buf) {
 		err = nil
 	} else if err == nil || err == io.EOF {
@@ -180,7 +180,7 @@ func (gs *GroupStore) GetLog(index uint64, l *hraft.Log) error {
 	if err != nil {
 		return fmt.Errorf("walstore: reading %s at %d: %w", sg.path, at.off, err)
 	}
-	rec, err := parseRecord(buf)
+	rec, err := parseRecord(buf, sg.salt)
 	if err == nil && (rec.kind != kindEntry || string(rec.group) != gs.name || entryIndex(rec.payload) != index) {
 		err = errBadPayload
 	}

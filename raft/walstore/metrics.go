@@ -74,7 +74,19 @@ func newMetrics(reg prometheus.Registerer, s *Store) (*metrics, error) {
 		Name: "weir_raft_log_groups",
 		Help: "Raft groups with entries or stable state in the shared Raft log.",
 	}, func() float64 { return float64(s.Stats().Groups) })
-	for _, c := range []prometheus.Collector{m.fsyncs, m.batchRecords, m.batchGroups, m.bytesWritten, m.relocated, m.syncSeconds, m.handedOff, m.ringReads, m.fileReads, segments, groups} {
+	spares := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "weir_raft_log_spare_segments",
+		Help: "Files of the shared Raft log kept, written, to become its next segments.",
+	}, func() float64 { return float64(s.spareCount()) })
+	prepared := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "weir_raft_log_spares_prepared_total",
+		Help: "Spare segment files of the shared Raft log written as zeros in the background, none being left to reuse.",
+	}, func() float64 { return float64(s.preparedSpares.Load()) })
+	reused := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "weir_raft_log_segments_from_spares_total",
+		Help: "Segments of the shared Raft log made from a spare file (overwritten in place) rather than from an empty one.",
+	}, func() float64 { return float64(s.reusedSpares.Load()) })
+	for _, c := range []prometheus.Collector{m.fsyncs, m.batchRecords, m.batchGroups, m.bytesWritten, m.relocated, m.syncSeconds, m.handedOff, m.ringReads, m.fileReads, segments, groups, spares, prepared, reused} {
 		if err := reg.Register(c); err != nil {
 			m.unregister()
 			return nil, errors.Join(errors.New("walstore: registering metrics"), err)

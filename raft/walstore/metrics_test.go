@@ -12,10 +12,14 @@ import (
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	fsys := newFaultFS()
-	s, err := Open(testDir, Options{FS: fsys, Registerer: reg})
+	s, err := Open(testDir, Options{FS: fsys, Registerer: reg, SegmentBytes: 64 << 10, PrepareSpares: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	for i := uint64(1); i <= 100; i += 10 { // past half the segment in small writes: a spare is prepared
+		storeRange(t, s.Group("big"), i, i+9, 1)
+	}
+	waitFor(t, "a prepared spare", func() bool { return s.Stats().Spares == 1 })
 	for i := range 3 {
 		storeRange(t, s.Group(fmt.Sprint("g", i)), 1, 2, 1)
 	}
@@ -48,17 +52,20 @@ func TestMetrics(t *testing.T) {
 	}
 	st := s.Stats()
 	want := map[string]float64{
-		"weir_raft_log_fsyncs_total":             float64(st.Fsyncs),
-		"weir_raft_log_batch_records":            float64(st.Batches),
-		"weir_raft_log_batch_groups":             float64(st.Batches),
-		"weir_raft_log_bytes_written_total":      float64(st.BytesWritten),
-		"weir_raft_log_segments":                 1,
-		"weir_raft_log_groups":                   3,
-		"weir_raft_log_relocated_bytes_total":    0,
-		"weir_raft_log_sync_seconds":             float64(st.Fsyncs),
-		"weir_raft_log_handed_off_entries_total": 1,
-		"weir_raft_log_ring_reads_total":         1,
-		"weir_raft_log_file_reads_total":         float64(st.FileReads),
+		"weir_raft_log_fsyncs_total":               float64(st.Fsyncs),
+		"weir_raft_log_batch_records":              float64(st.Batches),
+		"weir_raft_log_batch_groups":               float64(st.Batches),
+		"weir_raft_log_bytes_written_total":        float64(st.BytesWritten),
+		"weir_raft_log_segments":                   1,
+		"weir_raft_log_groups":                     4,
+		"weir_raft_log_relocated_bytes_total":      0,
+		"weir_raft_log_sync_seconds":               float64(st.Fsyncs),
+		"weir_raft_log_handed_off_entries_total":   1,
+		"weir_raft_log_ring_reads_total":           1,
+		"weir_raft_log_file_reads_total":           float64(st.FileReads),
+		"weir_raft_log_spare_segments":             1,
+		"weir_raft_log_spares_prepared_total":      1,
+		"weir_raft_log_segments_from_spares_total": 0,
 	}
 	for name, v := range want {
 		if g, ok := got[name]; !ok || g != v {

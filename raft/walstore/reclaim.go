@@ -86,7 +86,7 @@ func (s *Store) relocate(old *segment) (bool, error) {
 			readErr = fmt.Errorf("walstore: relocating from %s at %d: %w", old.path, at.off, err)
 			return false
 		}
-		rec, err := parseRecord(buf[start:])
+		rec, err := parseRecord(buf[start:], old.salt)
 		if err == nil && string(rec.group) != name {
 			err = errBadPayload
 		}
@@ -94,6 +94,8 @@ func (s *Store) relocate(old *segment) (bool, error) {
 			readErr = fmt.Errorf("walstore: relocating from %s at %d: %w", old.path, at.off, err)
 			return false
 		}
+		// The copy is salted for the segment it goes to.
+		saltFrames([][]byte{buf[start:]}, old.salt)
 		return true
 	}
 scan:
@@ -155,16 +157,18 @@ scan:
 	return true, nil
 }
 
-// dropOldest deletes the oldest segment, which holds nothing live. The
-// directory is fsynced at once: were the removal lost in a crash while a
-// later one survived, Open would find a hole in the sequence.
+// dropOldest takes the oldest segment, which holds nothing live, out of
+// the WAL: renamed to a spare (segments.go) while there are fewer than
+// maxSpares, else deleted. The directory is fsynced at once: were the
+// removal lost in a crash while a later one survived, Open would find a
+// hole in the sequence.
 func (s *Store) dropOldest() error {
 	sg := s.segs[0]
 	s.mu.Lock()
 	s.segs = s.segs[1:]
 	s.diskBytes -= sg.size
 	s.mu.Unlock()
-	err := s.fs.Remove(sg.path)
+	kept, err := s.retire(sg)
 	sg.release()
 	if err != nil {
 		return fmt.Errorf("walstore: removing %s: %w", sg.path, err)
@@ -172,6 +176,6 @@ func (s *Store) dropOldest() error {
 	if err := s.syncDir(); err != nil {
 		return err
 	}
-	s.logger.Debug("walstore: removed segment", "file", sg.path, "bytes", sg.size)
+	s.logger.Debug("walstore: segment left the WAL", "file", sg.path, "bytes", sg.size, "kept as a spare", kept)
 	return nil
 }

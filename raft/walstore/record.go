@@ -20,6 +20,16 @@ import (
 // seq repeats the number in the file name so a renamed or copied file is
 // caught. The CRC covers bytes 0..16.
 //
+// A file may have been a segment before (segments are recycled,
+// segments.go), so past its last record lie the records of an earlier
+// life, each whole and checksummed. So that replay never takes them for
+// this life's, a version 2 segment stores each record's CRC XORed with
+// its own sequence (its salt): a record of another sequence fails the
+// check as surely as a torn one. Version 1 segments, written before
+// files were recycled, have salt 0. Records are encoded and relocated
+// with plain CRCs; the writer salts them for the segment they go to
+// (saltFrames), and every reader checks them against their segment's salt.
+//
 // Record, repeated after the header until the end of the file:
 //
 //	0          4          8      9       10          10+nlen
@@ -29,7 +39,8 @@ import (
 //	                      \__________ len counts these bytes ___________/
 //
 // CRC-32C (Castagnoli) covers the len field and everything after the CRC,
-// so a torn length is caught as surely as torn contents. All integers are
+// so a torn length is caught as surely as torn contents (stored XORed
+// with the segment's salt, above). All integers are
 // big-endian. Payloads by kind:
 //
 //	kindEntry   index u64 | term u64 | type u8 | appendedAt i64 (Unix ns, 0 = zero time)
@@ -42,7 +53,7 @@ import (
 // ReadAt of exactly its bytes and relocation copies records verbatim.
 const (
 	segMagic      = "wRWL"
-	segVersion    = 1
+	segVersion    = 2 // 1: records' CRCs unsalted
 	segHeaderLen  = 20
 	frameLen      = 8 // len + CRC
 	recHeaderLen  = frameLen + 2
@@ -82,20 +93,53 @@ func encodeSegHeader(seq uint64) []byte {
 	return b
 }
 
-func checkSegHeader(b []byte, seq uint64) error {
+// checkSegHeader checks the header of segment seq and returns the salt
+// of its records' CRCs.
+func checkSegHeader(b []byte, seq uint64) (uint32, error) {
 	if len(b) < segHeaderLen || string(b[:4]) != segMagic {
-		return errBadHeader
+		return 0, errBadHeader
 	}
 	if crc32.Checksum(b[:16], crcTable) != binary.BigEndian.Uint32(b[16:]) {
-		return fmt.Errorf("%w: checksum mismatch", errBadHeader)
+		return 0, fmt.Errorf("%w: checksum mismatch", errBadHeader)
 	}
-	if b[4] != segVersion {
-		return fmt.Errorf("%w: unsupported version %d", errBadHeader, b[4])
+	if b[4] != 1 && b[4] != segVersion {
+		return 0, fmt.Errorf("%w: unsupported version %d", errBadHeader, b[4])
 	}
 	if got := binary.BigEndian.Uint64(b[8:]); got != seq {
-		return fmt.Errorf("%w: sequence %d, file name says %d", errBadHeader, got, seq)
+		return 0, fmt.Errorf("%w: sequence %d, file name says %d", errBadHeader, got, seq)
 	}
-	return nil
+	if b[4] == 1 {
+		return 0, nil
+	}
+	return segSalt(uint32(seq)), nil
+}
+
+// segSalt is the salt of a version 2 segment's records: its sequence,
+// which no other life of the same file had (sequences only grow, and
+// are never 0).
+func segSalt(seq uint32) uint32 { return seq }
+
+// saltFrames XORs the CRC of each record in bufs, records laid back to
+// back across them, with salt. A record's frame is never split between
+// two buffers: it starts the header the record was encoded with.
+func saltFrames(bufs [][]byte, salt uint32) {
+	if salt == 0 {
+		return
+	}
+	skip := 0 // bytes of the current record still to pass
+	for _, b := range bufs {
+		for i := 0; i < len(b); {
+			if skip > 0 {
+				k := min(skip, len(b)-i)
+				i, skip = i+k, skip-k
+				continue
+			}
+			frame := b[i : i+frameLen]
+			crc := binary.BigEndian.Uint32(frame[4:]) ^ salt
+			binary.BigEndian.PutUint32(frame[4:], crc)
+			skip = frameLen + int(binary.BigEndian.Uint32(frame))
+		}
+	}
 }
 
 // beginRecord appends a record header with len and CRC left blank; the
@@ -209,8 +253,9 @@ type record struct {
 	payload []byte
 }
 
-// parseRecord checks one whole record (as sized by recordSize).
-func parseRecord(rec []byte) (record, error) {
+// parseRecord checks one whole record (as sized by recordSize) of a
+// segment whose salt is salt.
+func parseRecord(rec []byte, salt uint32) (record, error) {
 	if len(rec) < recHeaderLen {
 		return record{}, errShortRecord
 	}
@@ -218,7 +263,7 @@ func parseRecord(rec []byte) (record, error) {
 		return record{}, errBadLength
 	}
 	crc := crc32.Update(crc32.Checksum(rec[0:4], crcTable), crcTable, rec[frameLen:])
-	if crc != binary.BigEndian.Uint32(rec[4:]) {
+	if crc^salt != binary.BigEndian.Uint32(rec[4:]) {
 		return record{}, errBadCRC
 	}
 	nlen := int(rec[9])

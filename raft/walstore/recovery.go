@@ -31,6 +31,10 @@ func (s *Store) recover() error {
 	for _, e := range ents {
 		if seq, ok := parseSegName(e.Name()); ok {
 			seqs = append(seqs, seq)
+		} else if n, ok := parseSpareName(e.Name()); ok {
+			if err := s.keepSpare(e.Name(), n); err != nil {
+				return err
+			}
 		}
 	}
 	slices.Sort(seqs)
@@ -86,11 +90,14 @@ func (s *Store) replaySegment(seq uint32, last bool, rp *replay) error {
 	size := st.Size()
 	hdr := make([]byte, segHeaderLen)
 	n, _ := f.ReadAt(hdr, 0)
-	if err := checkSegHeader(hdr[:n], uint64(seq)); err != nil {
+	salt, err := checkSegHeader(hdr[:n], uint64(seq))
+	if err != nil {
 		// The header is written with the segment's first batch and synced
-		// with it; a bad one on the last segment is a crash during the roll,
-		// unless a valid record follows (then it is damage to real data).
-		if !last || validRecordAt(f, segHeaderLen, size) {
+		// with it; a bad one on the last segment is a crash during the roll
+		// (of a new file, or of a spare whose records, an earlier life's,
+		// do not carry this sequence's salt), unless a valid record follows
+		// (then it is damage to real data).
+		if !last || validRecordAt(f, segHeaderLen, size, segSalt(seq)) {
 			f.Close()
 			return fmt.Errorf("walstore: %s offset 0: %w", path, err)
 		}
@@ -102,6 +109,7 @@ func (s *Store) replaySegment(seq uint32, last bool, rp *replay) error {
 		return s.syncDir()
 	}
 	sg := newSegment(seq, path, f, segHeaderLen)
+	sg.salt = salt
 	s.segs = append(s.segs, sg)
 
 	br := bufio.NewReaderSize(io.NewSectionReader(f, segHeaderLen, size-segHeaderLen), 1<<20)
@@ -129,7 +137,7 @@ func (s *Store) replaySegment(seq uint32, last bool, rp *replay) error {
 		if _, err := io.ReadFull(br, buf[frameLen:]); err != nil {
 			return fmt.Errorf("walstore: reading %s at %d: %w", path, off, err)
 		}
-		rec, err := parseRecord(buf)
+		rec, err := parseRecord(buf, salt)
 		if errors.Is(err, errBadPayload) {
 			// The checksum matched: this is no torn write but a record
 			// this version cannot read. Never guess past it.
@@ -162,7 +170,7 @@ func (s *Store) replaySegment(seq uint32, last bool, rp *replay) error {
 }
 
 // validRecordAt reports whether a whole, checksummed record starts at off.
-func validRecordAt(f io.ReaderAt, off, size int64) bool {
+func validRecordAt(f io.ReaderAt, off, size int64, salt uint32) bool {
 	if size-off < recHeaderLen {
 		return false
 	}
@@ -178,7 +186,7 @@ func validRecordAt(f io.ReaderAt, off, size int64) bool {
 	if _, err := f.ReadAt(rec, off); err != nil {
 		return false
 	}
-	_, err = parseRecord(rec)
+	_, err = parseRecord(rec, salt)
 	return err == nil
 }
 

@@ -20,13 +20,18 @@ type segment struct {
 	seq  uint32
 	path string
 	f    log.File
-	size int64 // bytes written and synced, header included
-	live int64 // bytes of records some group still needs
+	size int64  // bytes written and synced, header included
+	live int64  // bytes of records some group still needs
+	salt uint32 // XORed into its records' CRCs (record.go)
 
 	// refs counts the store's own reference (dropped when the segment
 	// leaves the WAL) plus readers in a ReadAt; the file is closed at zero
 	// so a reader never sees a closed file.
 	refs atomic.Int32
+	// readers counts GetLogs between finding a location here and
+	// reading it: a spare is not reused under them (spares.go; syncLoop's
+	// own reference, for dropcache.go, does not hold it back).
+	readers atomic.Int32
 }
 
 func segName(seq uint32) string { return fmt.Sprintf("%020d%s", seq, segSuffix) }
@@ -52,18 +57,26 @@ func newSegment(seq uint32, path string, f log.File, size int64) *segment {
 
 func (sg *segment) acquire() { sg.refs.Add(1) }
 
+// acquireRead and releaseRead bracket a reader's use of sg.
+func (sg *segment) acquireRead() { sg.acquire(); sg.readers.Add(1) }
+
+func (sg *segment) releaseRead() { sg.readers.Add(-1); sg.release() }
+
 func (sg *segment) release() {
 	if sg.refs.Add(-1) == 0 {
 		sg.f.Close()
 	}
 }
 
-// createSegment creates seq's file and writes its header (not yet synced:
-// the first batch's Sync covers it, and the directory is synced before
-// that batch is acknowledged).
+// createSegment makes seq's file, from a spare if one is free, and writes
+// its header (not yet synced: the first batch's Sync covers it, and the
+// directory is synced before that batch is acknowledged).
 func (s *Store) createSegment(seq uint32) (*segment, error) {
 	path := filepath.Join(s.dir, segName(seq))
-	f, err := s.fs.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
+	f, err := s.reuseSpare(path)
+	if f == nil && err == nil {
+		f, err = s.fs.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("walstore: creating segment: %w", err)
 	}
@@ -71,7 +84,9 @@ func (s *Store) createSegment(seq uint32) (*segment, error) {
 		f.Close()
 		return nil, fmt.Errorf("walstore: writing header of %s: %w", path, err)
 	}
-	return newSegment(seq, path, f, segHeaderLen), nil
+	sg := newSegment(seq, path, f, segHeaderLen)
+	sg.salt = segSalt(seq)
+	return sg, nil
 }
 
 // syncDir makes creations and removals in the store's directory durable;

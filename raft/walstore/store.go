@@ -49,8 +49,12 @@ type Options struct {
 	// FS is where the segments live; nil means log.OSFS{}.
 	FS log.FS
 	// SegmentBytes is the size past which the active segment is rolled;
-	// 0 means 64 MiB. Segments are never preallocated.
+	// 0 means 64 MiB.
 	SegmentBytes int64
+	// PrepareSpares keeps a file of SegmentBytes zeros ready for the next
+	// roll, written in the background, when no emptied segment is there
+	// to be reused (spares.go).
+	PrepareSpares bool
 	// Logger receives recovery and reclamation events; nil discards.
 	Logger *slog.Logger
 	// Registerer, if set, gets the weir_raft_log_* collectors, which are
@@ -67,6 +71,9 @@ type Stats struct {
 	BytesWritten   uint64 // segment bytes written, headers included
 	RelocatedBytes uint64 // bytes copied forward out of old segments
 	Segments       int    // segment files in the WAL
+	Spares         int    // files kept to become new segments (spares.go)
+	PreparedSpares uint64 // spares written as zeros by this Store
+	ReusedSpares   uint64 // segments made from a spare rather than an empty file
 	Groups         int    // groups with entries or stable keys
 	DiskBytes      int64  // sum of segment sizes
 	LiveBytes      int64  // bytes of records still needed by some group
@@ -121,6 +128,18 @@ type Store struct {
 	syncReq  chan syncJob
 	syncDone chan error
 
+	// spares are files kept to become new segments (spares.go), named
+	// from spareSeq; the writer takes them, retiring segments and
+	// prepareLoop add them.
+	spareMu     sync.Mutex
+	spares      []spare
+	spareSeq    uint64
+	prepWake    chan struct{} // capacity 1: "make a spare if there is none"
+	prepAsked   bool          // writer only: the active segment was considered for a spare
+	segWrites   int           // writer only: writes to the active segment
+	prepStop    chan struct{} // closed by Close
+	prepStopped chan struct{} // closed when prepareLoop has exited (nil: not started)
+
 	// ring is the log's newest bytes, which the writer writes
 	// to the file with O_DIRECT and GetLog reads back (direct.go).
 	ring *ring
@@ -132,6 +151,7 @@ type Store struct {
 
 	fsyncs, batches, records, bytesWritten, relocated atomic.Uint64
 	handedOff, ringReads, fileReads                   atomic.Uint64
+	preparedSpares, reusedSpares                      atomic.Uint64
 	handOffBytes                                      atomic.Int64 // held by all groups' hand-offs
 }
 
@@ -151,6 +171,8 @@ func Open(dir string, opts Options) (*Store, error) {
 
 		syncStopped: make(chan struct{}),
 		ring:        newRing(),
+		prepWake:    make(chan struct{}, 1),
+		prepStop:    make(chan struct{}),
 	}
 	if s.fs == nil {
 		s.fs = log.OSFS{}
@@ -180,6 +202,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	go s.syncLoop()
 	go s.run()
+	if opts.PrepareSpares {
+		s.prepStopped = make(chan struct{})
+		go s.prepareLoop()
+	}
 	return s, nil
 }
 
@@ -239,6 +265,8 @@ func (s *Store) Stats() Stats {
 		HandOffBytes:   s.handOffBytes.Load(),
 		RingReads:      s.ringReads.Load(),
 		FileReads:      s.fileReads.Load(),
+		PreparedSpares: s.preparedSpares.Load(),
+		ReusedSpares:   s.reusedSpares.Load(),
 	}
 	s.mu.RLock()
 	st.Segments = len(s.segs)
@@ -249,6 +277,7 @@ func (s *Store) Stats() Stats {
 	}
 	st.DiskBytes, st.LiveBytes = s.diskBytes, s.liveBytes
 	s.mu.RUnlock()
+	st.Spares = s.spareCount()
 	return st
 }
 
@@ -265,6 +294,10 @@ func (s *Store) Close() error {
 	s.signal()
 	<-s.stopped
 	<-s.syncStopped
+	close(s.prepStop)
+	if s.prepStopped != nil {
+		<-s.prepStopped
+	}
 	var err error
 	if s.ring.wf != nil && s.failed() == nil {
 		// A clean stop leaves no padding after the last record, so the

@@ -414,13 +414,17 @@ func (s *Store) writeOnly(bufs [][]byte, n int) (sg *segment, base int64, rolled
 		s.wrote(nsg.size)
 		sg, rolled = nsg, true
 		s.wseg, s.wend = nsg, nsg.size
+		s.prepAsked, s.segWrites = false, 0
 	}
 	base = s.wend
+	saltFrames(bufs, sg.salt)
 	if err := s.ringWrite(sg, bufs, n, base); err != nil {
 		return nil, 0, false, fmt.Errorf("walstore: writing %s at %d: %w", sg.path, base, err)
 	}
 	s.wend += int64(n)
+	s.segWrites++
 	s.wrote(int64(n))
+	s.askForSpare()
 	return sg, base, rolled, nil
 }
 
@@ -465,9 +469,11 @@ func (s *Store) apply(r *request, sg *segment, off int64) {
 			p += int(n)
 		}
 		g.tail = nil
-		// A record this small is always whole at the end of buf.
+		// A record this small is always whole at the end of buf; it is
+		// kept unsalted.
 		if last := int(r.lens[len(r.lens)-1]); last <= tailCacheMax {
 			g.tail = slices.Clone(r.buf[len(r.buf)-last:])
+			saltFrames([][]byte{g.tail}, sg.salt)
 		}
 	case kindDelete:
 		s.deleteRange(g, r.lo, r.hi)
