@@ -38,15 +38,19 @@ func segName(seq uint32) string { return fmt.Sprintf("%020d%s", seq, segSuffix) 
 
 // parseSegName returns the sequence of a segment file name.
 func parseSegName(name string) (uint32, bool) {
-	base, ok := strings.CutSuffix(name, segSuffix)
+	n, ok := parseNumbered(name, segSuffix, 32)
+	return uint32(n), ok && n != 0
+}
+
+// parseNumbered returns the number of a file named as segName and
+// spareName name them: 20 decimal digits, then suffix.
+func parseNumbered(name, suffix string, bits int) (uint64, bool) {
+	base, ok := strings.CutSuffix(name, suffix)
 	if !ok || len(base) != 20 {
 		return 0, false
 	}
-	n, err := strconv.ParseUint(base, 10, 32)
-	if err != nil || n == 0 {
-		return 0, false
-	}
-	return uint32(n), true
+	n, err := strconv.ParseUint(base, 10, bits)
+	return n, err == nil
 }
 
 func newSegment(seq uint32, path string, f log.File, size int64) *segment {

@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/weir-broker/weir/log"
@@ -15,22 +13,22 @@ import (
 
 // A new segment is made from a spare: a file whose blocks are already
 // allocated and written, so that the segment's writes overwrite them in
-// place. An O_DIRECT write and its fsync then cost the device's cache
-// flush; written past the end of the file, they also have the file system
-// allocate blocks, grow the file and commit its journal, which, in
-// ext4's ordered mode, first writes out the data of every other file
-// with newly allocated blocks: the partitions' segments. On this
-// project's benchmark machine a 16 KiB write and fsync took 97 µs
-// overwriting and 153 µs appending, 4 MiB 1.1 against 2.2 ms.
+// place. An O_DIRECT write and its fsync then cost the write and the
+// device's cache flush; written past the end of the file, they also have
+// the file system allocate blocks, grow the file and make that metadata
+// durable (ext4 without a journal writes it out, as on this project's
+// benchmark machine; with one, it commits the journal, which in ordered
+// mode first writes out other files' newly allocated data). There, a
+// 16 KiB write and fsync took 97 µs overwriting and 153 µs appending,
+// 4 MiB 1.1 against 2.2 ms.
 //
 // Spares come from two places. The WAL's oldest segment, once nothing in
 // it is live, becomes one instead of being deleted (up to maxSpares). And
 // when there is none once the active segment is half full, prepareLoop
 // fills a new file with zeros in the background, ahead of the next roll
-// (Options.PrepareSpares), as
-// PostgreSQL does with its WAL (wal_recycle, wal_init_zero). What a
-// recycled file held before stays past the new segment's records, which
-// record.go's salt keeps replay from reading.
+// (Options.PrepareSpares), as PostgreSQL does with its WAL (wal_recycle,
+// wal_init_zero). What a reused file held before stays past the new
+// segment's records, which record.go's salt keeps replay from reading.
 const (
 	spareSuffix = ".spare"
 	// maxSpares is how many emptied segments are kept for reuse; a roll
@@ -57,14 +55,7 @@ type spare struct {
 
 func spareName(n uint64) string { return fmt.Sprintf("%020d%s", n, spareSuffix) }
 
-func parseSpareName(name string) (uint64, bool) {
-	base, ok := strings.CutSuffix(name, spareSuffix)
-	if !ok || len(base) != 20 {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(base, 10, 64)
-	return n, err == nil
-}
+func parseSpareName(name string) (uint64, bool) { return parseNumbered(name, spareSuffix, 64) }
 
 // nextSpareName returns a spare name not used yet. Callers hold spareMu.
 func (s *Store) nextSpareName() string {
