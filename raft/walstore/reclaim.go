@@ -158,7 +158,7 @@ scan:
 }
 
 // dropOldest takes the oldest segment, which holds nothing live, out of
-// the WAL: renamed to a spare (segments.go) while there are fewer than
+// the WAL: renamed to a spare (spares.go) while there are fewer than
 // maxSpares, else deleted. The directory is fsynced at once: were the
 // removal lost in a crash while a later one survived, Open would find a
 // hole in the sequence.

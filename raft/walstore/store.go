@@ -51,9 +51,10 @@ type Options struct {
 	// SegmentBytes is the size past which the active segment is rolled;
 	// 0 means 64 MiB.
 	SegmentBytes int64
-	// PrepareSpares keeps a file of SegmentBytes zeros ready for the next
-	// roll, written in the background, when no emptied segment is there
-	// to be reused (spares.go).
+	// PrepareSpares has a file of SegmentBytes zeros written in the
+	// background for the next roll when no emptied segment is there to be
+	// reused, once the active segment is half full, if its writes
+	// averaged under 1 MiB (spares.go).
 	PrepareSpares bool
 	// Logger receives recovery and reclamation events; nil discards.
 	Logger *slog.Logger
@@ -200,12 +201,12 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 		s.met = m
 	}
-	go s.syncLoop()
-	go s.run()
 	if opts.PrepareSpares {
-		s.prepStopped = make(chan struct{})
+		s.prepStopped = make(chan struct{}) // before the writer reads it
 		go s.prepareLoop()
 	}
+	go s.syncLoop()
+	go s.run()
 	return s, nil
 }
 
