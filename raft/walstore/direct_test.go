@@ -43,16 +43,7 @@ func TestBlockPaddingAfterTheLastRecord(t *testing.T) {
 		}
 	}
 	s.mu.RUnlock()
-	for mode := range numCrashModes {
-		img := openT(t, testDir, fsys.image(mode, rand.New(rand.NewPCG(uint64(mode), 7))), 64<<10)
-		var l hraft.Log
-		for i := uint64(1); i <= entries; i++ {
-			if err := img.Group("big").GetLog(i, &l); err != nil || !sameLog(&l, mkLog("big", i, 1)) {
-				t.Fatalf("%v: entry %d after the crash: %v", mode, i, err)
-			}
-		}
-		mustClose(t, img)
-	}
+	survivesEveryCrash(t, fsys, 64<<10, "big", 1, entries, 7)
 	mustClose(t, s)
 	after := fsys.fileData(filepath.Join(testDir, names[len(names)-1]))
 	if int64(len(after)) != sz {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/crc32"
-	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,23 +49,7 @@ func TestSpareSegmentsAreReusedNotReplayed(t *testing.T) {
 	if !sawSpare || !reused {
 		t.Fatalf("spares seen: %v, active segment reused with an earlier life behind its records: %v", sawSpare, reused)
 	}
-	for mode := range numCrashModes {
-		img := openT(t, testDir, fsys.image(mode, rand.New(rand.NewPCG(uint64(mode), 11))), segBytes)
-		g := img.Group("a")
-		if f, _ := g.FirstIndex(); f != first {
-			t.Errorf("%v: first index %d after the crash, want %d", mode, f, first)
-		}
-		if l, _ := g.LastIndex(); l != last {
-			t.Errorf("%v: last index %d after the crash, want %d", mode, l, last)
-		}
-		var l hraft.Log
-		for i := first; i <= last; i++ {
-			if err := g.GetLog(i, &l); err != nil || !sameLog(&l, mkLog("a", i, 1)) {
-				t.Fatalf("%v: entry %d after the crash: %v", mode, i, err)
-			}
-		}
-		mustClose(t, img)
-	}
+	survivesEveryCrash(t, fsys, segBytes, "a", first, last, 11)
 	mustClose(t, s)
 
 	// Reopened, the store takes the spares it left back.
@@ -166,16 +149,7 @@ func TestPreparedSpareBecomesTheNextSegment(t *testing.T) {
 	if st.ReusedSpares < 3 || st.PreparedSpares != st.ReusedSpares {
 		t.Fatalf("%d entries: %d spares prepared, %d reused", last, st.PreparedSpares, st.ReusedSpares)
 	}
-	for mode := range numCrashModes {
-		img := openT(t, testDir, fsys.image(mode, rand.New(rand.NewPCG(uint64(mode), 13))), segBytes)
-		var l hraft.Log
-		for i := uint64(1); i <= last; i++ {
-			if err := img.Group("a").GetLog(i, &l); err != nil || !sameLog(&l, mkLog("a", i, 1)) {
-				t.Fatalf("%v: entry %d after the crash: %v", mode, i, err)
-			}
-		}
-		mustClose(t, img)
-	}
+	survivesEveryCrash(t, fsys, segBytes, "a", 1, last, 13)
 	mustClose(t, s)
 
 	fsys = newFaultFS()
