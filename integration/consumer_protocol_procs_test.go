@@ -151,17 +151,31 @@ func (p *vcProc) waitExit(d time.Duration) bool {
 // stop sends SIGTERM (the tools close their client in a shutdown hook:
 // the consumer revokes its partitions and leaves the group) and fails the
 // test unless the process exits with status 0 within vcStopGrace and
-// printed shutdown_complete.
+// printed shutdown_complete, or its client provably lost the wakeup: it
+// went on consuming for vcWakeupSlack after the signal (then it is killed
+// and the test goes on with a member the group fences).
 func (p *vcProc) stop(t *testing.T) {
 	t.Helper()
 	if p.exited() {
 		t.Fatalf("%s exited (%s) before it was stopped; log:\n%s", p.name, p.cmd.ProcessState, fileTail(p.logPath, 16<<10))
 	}
 	p.stopped = true
+	termAt := time.Now()
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	if !p.waitExit(vcStopGrace) {
 		_ = p.cmd.Process.Kill()
 		p.waitExit(jvmKillTimeout)
+		if p.consumedAfter(t, termAt.Add(vcWakeupSlack)) {
+			// The consumer never began to close: Kafka 4.1's consumer
+			// can lose the wakeup its shutdown hook sends when it lands
+			// on a commitSync whose future has already completed
+			// (apache/kafka#21586, fixed after 4.1.2). The broker had
+			// nothing to do with it; the member is now fenced by its
+			// session timeout instead of leaving, which the scenarios
+			// tolerate (its partitions move to the others later).
+			t.Logf("%s kept consuming %v after SIGTERM: its client lost the wakeup; killed it instead", p.name, vcWakeupSlack)
+			return
+		}
 		t.Fatalf("%s did not exit within %v of SIGTERM (killed)", p.name, vcStopGrace)
 	}
 	if code := p.cmd.ProcessState.ExitCode(); code != 0 && code != 143 {
@@ -190,6 +204,19 @@ func (p *vcProc) checkClean(t *testing.T) {
 			t.Errorf("%s logged %q:\n%s", p.name, bad, log[max(0, i-200):end])
 		}
 	}
+}
+
+// consumedAfter reports whether the tool printed records_consumed after
+// at (the JVM and the test read the same clock).
+func (p *vcProc) consumedAfter(t *testing.T, at time.Time) bool {
+	t.Helper()
+	ms := at.UnixMilli()
+	for _, ev := range p.events(t) {
+		if ev.Name == "records_consumed" && ev.Timestamp > ms {
+			return true
+		}
+	}
+	return false
 }
 
 // alive fails the test if the process exited although the test never

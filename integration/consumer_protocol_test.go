@@ -45,6 +45,7 @@ import (
 const (
 	vcToolStartTimeout = 90 * time.Second // JVM start, join, first records
 	vcStopGrace        = 30 * time.Second // SIGTERM to exit: close, leave group
+	vcWakeupSlack      = 5 * time.Second  // SIGTERM to the consumer's last poll
 	vcDrainTimeout     = 120 * time.Second
 )
 
