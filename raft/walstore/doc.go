@@ -68,13 +68,17 @@
 // everything queued (up to 8 MiB), checks each request against its
 // group's log as the requests before it leave it (StoreLogs must continue
 // the log, DeleteRange must cut a head or a tail), writes the batch's
-// buffers with one pwritev (no copy into one) and hands its Sync to a second
-// goroutine (syncLoop); only once that Sync returns does it publish the
-// new locations under Store.mu and wake the callers. While that Sync runs,
-// the next batch queues up and is already written (never synced by it: a
-// batch is acknowledged only after a Sync that began once its write
-// returned), so under load a batch costs the longer of a write and a Sync,
-// not their sum. Batches are as big as the disk is slow, with no timer.
+// buffers with one pwritev (no copy into one) and, if more requests are
+// already queued, hands its Sync to a second goroutine (syncLoop); only
+// once that Sync returns does it publish the new locations under
+// Store.mu and wake the callers. While that Sync runs, the next batch
+// queues up and is already written (never synced by it: a batch is
+// acknowledged only after a Sync that began once its write returned), so
+// under load a batch costs the longer of a write and a Sync, not their
+// sum. Batches are as big as the disk is slow, with no timer. When
+// nothing is queued behind a batch the writer runs its Sync itself: the
+// overlap would gain nothing, and the two hand-offs to syncLoop and back
+// cost more CPU than the fsync at moderate rates.
 //
 // The write itself bypasses the page cache (direct.go): the batch is
 // copied into a resident ring at its file offset and the blocks it

@@ -27,11 +27,11 @@ type cachedRange struct {
 	from, end int64
 }
 
-// track runs in syncLoop once a write ending at end in sg was synced,
-// before the writer learns it: syncLoop takes its own reference to each
-// segment it tracks while the segment is certainly still open, so a
-// segment deleted later keeps its file (and its descriptor its number)
-// until dropBehind is done with it.
+// track runs in the writer once a write ending at end in sg was synced,
+// before anything in it is published: it takes its own reference to each
+// segment it tracks while the segment is certainly still open (only the
+// writer retires segments), so a segment deleted later keeps its file
+// (and its descriptor its number) until dropBehind is done with it.
 func (s *Store) track(sg *segment, end int64) {
 	if n := len(s.cached); n == 0 || s.cached[n-1].sg != sg {
 		sg.acquire()
@@ -40,7 +40,7 @@ func (s *Store) track(sg *segment, end int64) {
 	s.cached[len(s.cached)-1].end = end
 }
 
-// dropBehind runs in syncLoop after the writer was answered: every synced
+// dropBehind runs in the writer once a batch's callers were answered: every synced
 // byte more than cacheWindow behind the last tracked end, in that segment
 // or in the ones before it, leaves the page cache.
 func (s *Store) dropBehind() {
@@ -70,7 +70,8 @@ func (s *Store) dropBehind() {
 	}
 }
 
-// forgetCached releases syncLoop's references when it exits.
+// forgetCached releases the tracked segments' references when the writer
+// exits.
 func (s *Store) forgetCached() {
 	for _, c := range s.cached {
 		c.sg.release()

@@ -175,18 +175,74 @@ func waitWritten(t *testing.T, s *Store, before uint64) {
 
 // writeBehindHeldSync stores a batch of group "a" and holds its fsync,
 // then stores one of group "b" and waits until the writer wrote it behind
-// the held fsync. Each send on proceed lets one fsync finish; first and
-// second answer the two StoreLogs calls.
+// the held fsync. The writer overlaps a fsync with the next write only
+// when that next request is queued by the time the batch is written, so
+// the first batch's write waits until the second request is queued. Each
+// send on proceed lets one fsync finish; first and second answer the two
+// StoreLogs calls.
 func writeBehindHeldSync(t *testing.T, s *Store, fsys *faultFS) (started <-chan struct{}, proceed chan<- struct{}, first, second <-chan error) {
 	t.Helper()
 	started, proceed = holdSyncs(fsys)
+	writing, gate := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	fsys.setWriteHook(func(string) {
+		once.Do(func() {
+			close(writing)
+			<-gate
+		})
+	})
 	f, sec := make(chan error, 1), make(chan error, 1)
 	go func() { f <- s.Group("a").StoreLogs(mkLogs("a", 1, 2, 1)) }()
+	waitSignal(t, writing, "the first batch's write")
+	go func() { sec <- s.Group("b").StoreLogs(mkLogs("b", 1, 2, 1)) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !s.queued() {
+		if time.Now().After(deadline) {
+			t.Fatal("the second request was never queued")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	before := s.bytesWritten.Load()
+	close(gate)
+	waitSignal(t, started, "the first fsync")
+	waitWritten(t, s, before)
+	fsys.setWriteHook(nil)
+	return started, proceed, f, sec
+}
+
+// A batch with nothing queued behind it is fsynced by the writer itself,
+// and a request that comes in during that fsync is written after it.
+func TestLoneBatchIsSyncedByTheWriter(t *testing.T) {
+	fsys := newFaultFS()
+	s := openT(t, testDir, fsys, 0)
+	defer mustClose(t, s)
+	started, proceed := holdSyncs(fsys)
+	first, second := make(chan error, 1), make(chan error, 1)
+	go func() { first <- s.Group("a").StoreLogs(mkLogs("a", 1, 2, 1)) }()
 	waitSignal(t, started, "the first fsync")
 	before := s.bytesWritten.Load()
-	go func() { sec <- s.Group("b").StoreLogs(mkLogs("b", 1, 2, 1)) }()
-	waitWritten(t, s, before)
-	return started, proceed, f, sec
+	go func() { second <- s.Group("b").StoreLogs(mkLogs("b", 1, 2, 1)) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !s.queued() {
+		if time.Now().After(deadline) {
+			t.Fatal("the second request was never queued")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // room for a write that must not happen
+	if got := s.bytesWritten.Load(); got != before {
+		t.Fatalf("%d bytes written during the lone batch's fsync, want none: the writer was not the one syncing", got-before)
+	}
+	proceed <- struct{}{}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	waitSignal(t, started, "the second batch's fsync")
+	proceed <- struct{}{}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	fsys.setSyncHook(nil)
 }
 
 // The writer writes a batch while the one before it is being fsynced, but

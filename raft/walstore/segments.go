@@ -29,7 +29,7 @@ type segment struct {
 	// so a reader never sees a closed file.
 	refs atomic.Int32
 	// readers counts GetLogs between finding a location here and
-	// reading it: a spare is not reused under them (spares.go; syncLoop's
+	// reading it: a spare is not reused under them (spares.go; the writer's
 	// own reference, for dropcache.go, does not hold it back).
 	readers atomic.Int32
 }

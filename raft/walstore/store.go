@@ -123,8 +123,8 @@ type Store struct {
 	// published size lags behind them while a batch waits for its fsync.
 	wseg *segment
 	wend int64
-	// inflight is the batch written and being fsynced by syncLoop, if
-	// any (writer.go).
+	// inflight is the batch written and being fsynced, by syncLoop or
+	// by the writer itself, if any (writer.go).
 	inflight *written
 	syncReq  chan syncJob
 	syncDone chan error
@@ -145,9 +145,10 @@ type Store struct {
 	// to the file with O_DIRECT and GetLog reads back (direct.go).
 	ring *ring
 
-	// syncLoop only: what of the newest segments may still be in the page
-	// cache (dropcache.go), and closed when syncLoop has exited.
-	cached      []cachedRange
+	// Writer only: what of the newest segments may still be in the page
+	// cache (dropcache.go).
+	cached []cachedRange
+	// syncStopped is closed when syncLoop has exited.
 	syncStopped chan struct{}
 
 	fsyncs, batches, records, bytesWritten, relocated atomic.Uint64

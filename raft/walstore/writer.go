@@ -106,13 +106,15 @@ func (s *Store) signal() {
 }
 
 // run is the writer goroutine: the only code that writes segments or
-// changes the index. It writes a batch while the one before it is being
-// fsynced (syncLoop), so a batch costs the longer of its write and the
-// previous fsync rather than their sum; a batch is still published and
-// acknowledged only once an fsync that began after its write returned.
+// changes the index. Under load it writes a batch while the one before
+// it is being fsynced (syncLoop), so a batch costs the longer of its
+// write and the previous fsync rather than their sum; a batch is still
+// published and acknowledged only once an fsync that began after its
+// write returned.
 func (s *Store) run() {
 	defer close(s.stopped)
 	defer close(s.syncReq)
+	defer s.forgetCached()
 	for {
 		batch, closing, failed := s.take()
 		if len(batch) > 0 {
@@ -171,11 +173,9 @@ type written struct {
 	bytes, records int
 }
 
-// syncJob asks syncLoop to fsync a segment (and the directory, after a
-// roll).
+// syncJob is an fsync of a segment (and of the directory, after a roll).
 type syncJob struct {
 	sg     *segment
-	end    int64 // where the write being synced ended in sg
 	rolled bool
 }
 
@@ -183,28 +183,28 @@ type syncJob struct {
 // can write the next batch meanwhile.
 func (s *Store) syncLoop() {
 	defer close(s.syncStopped)
-	defer s.forgetCached()
 	for job := range s.syncReq {
-		start := time.Now()
-		err := job.sg.f.Sync()
-		s.fsyncs.Add(1)
-		if s.met != nil {
-			s.met.fsyncs.Inc()
-			s.met.syncSeconds.Observe(time.Since(start).Seconds())
-		}
-		if err != nil {
-			err = fmt.Errorf("walstore: syncing %s: %w", job.sg.path, err)
-		} else if job.rolled {
-			err = s.syncDir()
-		}
-		if err == nil {
-			s.track(job.sg, job.end)
-		}
-		s.syncDone <- err
-		if err == nil {
-			s.dropBehind() // after the answer: not on the batch's way to its callers
-		}
+		s.syncDone <- s.fsync(job)
 	}
+}
+
+// fsync makes job's write durable: the segment, and after a roll the
+// directory that names it.
+func (s *Store) fsync(job syncJob) error {
+	start := time.Now()
+	err := job.sg.f.Sync()
+	s.fsyncs.Add(1)
+	if s.met != nil {
+		s.met.fsyncs.Inc()
+		s.met.syncSeconds.Observe(time.Since(start).Seconds())
+	}
+	if err != nil {
+		return fmt.Errorf("walstore: syncing %s: %w", job.sg.path, err)
+	}
+	if job.rolled {
+		return s.syncDir()
+	}
+	return nil
 }
 
 // commit validates and writes one batch, then, once the batch before it
@@ -254,7 +254,25 @@ func (s *Store) commit(batch []*request) {
 	// The batch slices swap roles: this one is in flight now.
 	s.wq, s.wqNext = batch, s.wq
 	s.inflight = &written{batch: batch, sg: sg, base: base, bytes: bytes, records: records}
-	s.syncReq <- syncJob{sg: sg, end: base + int64(bytes), rolled: rolled}
+	job := syncJob{sg: sg, rolled: rolled}
+	if s.queued() {
+		s.syncReq <- job
+		return
+	}
+	// Nothing waits to be written behind this batch: handing its fsync
+	// to syncLoop would buy no overlap, only two goroutine hand-offs
+	// (each one waking a parked thread when the other P is idle), which
+	// at a few thousand batches a second cost the broker more CPU than
+	// the fsyncs. A request that comes in meanwhile is written after it
+	// and goes back to the overlapped path.
+	s.settleWith(s.fsync(job))
+}
+
+// queued says whether a request waits to be taken.
+func (s *Store) queued() bool {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	return len(s.queue) > 0
 }
 
 // settle waits for the batch in flight to be fsynced, then publishes it
@@ -275,6 +293,7 @@ func (s *Store) settleWith(err error) {
 		s.finish(w.batch, s.failed())
 		return
 	}
+	s.track(w.sg, w.base+int64(w.bytes))
 	s.batchSeq++
 	groups := 0
 	s.mu.Lock()
@@ -305,6 +324,7 @@ func (s *Store) settleWith(err error) {
 		s.met.batchGroups.Observe(float64(groups))
 	}
 	s.finish(w.batch, nil)
+	s.dropBehind() // after the answer: not on the batch's way to its callers
 }
 
 // finish wakes every caller in batch. A request is the caller's again
@@ -372,10 +392,10 @@ func (s *Store) write(buf []byte) (*segment, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	s.syncReq <- syncJob{sg: sg, end: base + int64(len(buf)), rolled: rolled}
-	if err := <-s.syncDone; err != nil {
+	if err := s.fsync(syncJob{sg: sg, rolled: rolled}); err != nil {
 		return nil, 0, err
 	}
+	s.track(sg, base+int64(len(buf)))
 	s.mu.Lock()
 	sg.size += int64(len(buf))
 	s.diskBytes += int64(len(buf))
