@@ -153,6 +153,18 @@ func holdSyncs(fsys *faultFS) (started <-chan struct{}, proceed chan<- struct{})
 	return st, pr
 }
 
+// releaseSyncs stops holding fsyncs and lets go the ones held now.
+func releaseSyncs(fsys *faultFS, proceed chan<- struct{}) {
+	fsys.setSyncHook(nil)
+	for {
+		select {
+		case proceed <- struct{}{}:
+		case <-time.After(50 * time.Millisecond):
+			return
+		}
+	}
+}
+
 func waitSignal(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
 	select {
@@ -217,6 +229,7 @@ func TestLoneBatchIsSyncedByTheWriter(t *testing.T) {
 	s := openT(t, testDir, fsys, 0)
 	defer mustClose(t, s)
 	started, proceed := holdSyncs(fsys)
+	defer releaseSyncs(fsys, proceed) // before mustClose, should the test fail
 	first, second := make(chan error, 1), make(chan error, 1)
 	go func() { first <- s.Group("a").StoreLogs(mkLogs("a", 1, 2, 1)) }()
 	waitSignal(t, started, "the first fsync")
