@@ -153,6 +153,18 @@ func holdSyncs(fsys *faultFS) (started <-chan struct{}, proceed chan<- struct{})
 	return st, pr
 }
 
+// waitQueued waits until a request waits for the writer.
+func waitQueued(t *testing.T, s *Store) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !s.queued() {
+		if time.Now().After(deadline) {
+			t.Fatal("the second request was never queued")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // releaseSyncs stops holding fsyncs and lets go the ones held now.
 func releaseSyncs(fsys *faultFS, proceed chan<- struct{}) {
 	fsys.setSyncHook(nil)
@@ -207,13 +219,7 @@ func writeBehindHeldSync(t *testing.T, s *Store, fsys *faultFS) (started <-chan 
 	go func() { f <- s.Group("a").StoreLogs(mkLogs("a", 1, 2, 1)) }()
 	waitSignal(t, writing, "the first batch's write")
 	go func() { sec <- s.Group("b").StoreLogs(mkLogs("b", 1, 2, 1)) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for !s.queued() {
-		if time.Now().After(deadline) {
-			t.Fatal("the second request was never queued")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(t, s)
 	before := s.bytesWritten.Load()
 	close(gate)
 	waitSignal(t, started, "the first fsync")
@@ -235,13 +241,7 @@ func TestLoneBatchIsSyncedByTheWriter(t *testing.T) {
 	waitSignal(t, started, "the first fsync")
 	before := s.bytesWritten.Load()
 	go func() { second <- s.Group("b").StoreLogs(mkLogs("b", 1, 2, 1)) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for !s.queued() {
-		if time.Now().After(deadline) {
-			t.Fatal("the second request was never queued")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(t, s)
 	time.Sleep(20 * time.Millisecond) // room for a write that must not happen
 	if got := s.bytesWritten.Load(); got != before {
 		t.Fatalf("%d bytes written during the lone batch's fsync, want none: the writer was not the one syncing", got-before)
