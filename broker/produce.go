@@ -300,6 +300,46 @@ func (pa PendingAppend) Wait(ctx context.Context) (AppendResult, error) {
 	return res.append, err
 }
 
+// Then calls fn once with what Wait would return, without a goroutine
+// waiting: on the goroutine that learns the outcome (the partition
+// group's, or with acks=1 the one that sees the leader's log write), so fn
+// must not block; at once if it is known already. Call Then or Wait, once.
+// A caller that stops waiting (its request timed out) answers the batch
+// with Expired and ignores fn's late call.
+func (pa PendingAppend) Then(fn func(AppendResult, error)) {
+	if pa.early == nil {
+		pa.entry.then(func(res applyResult, err error) { fn(res.append, err) })
+		return
+	}
+	var answered atomic.Bool
+	answer := func(res AppendResult, err error) bool {
+		if !answered.CompareAndSwap(false, true) {
+			return false
+		}
+		fn(res, err)
+		return true
+	}
+	lw, writes := pa.early, &pa.entry.p.writes
+	writes.onAnswer(lw, func() {
+		if answer(lw.result, nil) {
+			pa.counts.leaderLog.Add(1)
+		}
+	})
+	pa.entry.then(func(res applyResult, err error) {
+		writes.forget(lw)
+		if answer(res.append, err) && err == nil {
+			pa.counts.commit.Add(1)
+		}
+	})
+}
+
+// Expired is the error of a batch whose request ended before its outcome
+// was known, as Wait returns it when its context ends: the batch may
+// still commit.
+func (pa PendingAppend) Expired() error {
+	return pa.entry.p.replicationError(context.DeadlineExceeded)
+}
+
 // checkProducedBatches applies the rules Kafka applies to batches from
 // clients (ProduceRequest.validateRecords, LogValidator), beyond framing
 // and CRC.

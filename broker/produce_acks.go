@@ -68,6 +68,8 @@ type leaderWrite struct {
 	logAppendTime int64 // the entry's, 0 for CreateTime
 	ready         chan struct{}
 	result        AppendResult // set before ready is closed
+	// then, if set, is called once ready is closed (onAnswer).
+	then func()
 }
 
 // register makes entry's batch, taking offsets offsets, answerable from
@@ -96,6 +98,22 @@ func (w *leaderWrites) forget(lw *leaderWrite) {
 	w.mu.Unlock()
 }
 
+// onAnswer calls fn once lw is answered from the leader's log: on the
+// goroutine that stores the entry, so fn must not block, or at once if it
+// was answered already. A write forgotten before then never calls it.
+func (w *leaderWrites) onAnswer(lw *leaderWrite, fn func()) {
+	w.mu.Lock()
+	select {
+	case <-lw.ready:
+		w.mu.Unlock()
+		fn()
+		return
+	default:
+	}
+	lw.then = fn
+	w.mu.Unlock()
+}
+
 // Stored implements raft.LogObserver.
 func (w *leaderWrites) Stored(e raft.StoredEntry) {
 	prevCommand := w.lastCommand.Load()
@@ -107,6 +125,14 @@ func (w *leaderWrites) Stored(e raft.StoredEntry) {
 		// registered write finds the gap and starts it again.
 		return
 	}
+	if then := w.stored(e, prevCommand); then != nil {
+		then()
+	}
+}
+
+// stored is Stored's part under mu; it returns the answered write's
+// onAnswer function, to be called once mu is released.
+func (w *leaderWrites) stored(e raft.StoredEntry, prevCommand uint64) (then func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.through == 0 || e.Index != w.through+1 {
@@ -141,6 +167,7 @@ func (w *leaderWrites) Stored(e raft.StoredEntry) {
 	w.end += lw.offsets
 	w.through = e.Index
 	close(lw.ready)
+	return lw.then
 }
 
 // Truncated implements raft.LogObserver: a prediction over removed

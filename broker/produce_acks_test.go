@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -158,14 +159,17 @@ func TestLeaderWritesIdle(t *testing.T) {
 
 // acks=1 batches produced concurrently with acks=all ones (which stop
 // the prediction) each read back at the offset they were answered with;
-// under -race this is also the observer against the apply.
+// under -race this is also the observer against the apply. Half the
+// producers learn their outcomes through Then, the other half through Wait.
 func TestProduceAcksOneOffsets(t *testing.T) {
 	b := openTestBroker(t, t.TempDir())
 	b.acksOneSolo = true // one broker: its sole replicas answer at commit otherwise
 	p := mustCreate(t, b, "acks1", 1, nil).Partition(0)
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	const producers, batches, perBatch = 4, 100, 3
 	var mu sync.Mutex
+	var thenCalls atomic.Int64
 	offsetOf := map[string]int64{}
 	var wg sync.WaitGroup
 	errs := make(chan error, producers)
@@ -187,7 +191,7 @@ func TestProduceAcksOneOffsets(t *testing.T) {
 					errs <- err
 					return
 				}
-				res, err := pa.Wait(ctx)
+				res, err := outcomeOf(ctx, pa, g%2 == 1, &thenCalls)
 				if err != nil {
 					errs <- err
 					return
@@ -215,9 +219,35 @@ func TestProduceAcksOneOffsets(t *testing.T) {
 	if read != producers*batches*perBatch {
 		t.Fatalf("read %d records, want %d", read, producers*batches*perBatch)
 	}
+	if got, want := thenCalls.Load(), int64(producers/2*batches); got != want {
+		t.Errorf("Then called %d times for %d batches", got, want)
+	}
 	early, commit := b.acksOne.leaderLog.Load(), b.acksOne.commit.Load()
 	if early+commit != (producers-1)*batches || early == 0 {
 		t.Fatalf("acks=1 batches answered from the leader's log %d, at commit %d; want %d in all, some early", early, commit, (producers-1)*batches)
 	}
 	t.Logf("acks=1 batches answered from the leader's log: %d, at their commit: %d", early, commit)
+}
+
+// outcomeOf is pa's outcome through Wait, or through Then when then is
+// set, counting Then's calls.
+func outcomeOf(ctx context.Context, pa PendingAppend, then bool, calls *atomic.Int64) (AppendResult, error) {
+	if !then {
+		return pa.Wait(ctx)
+	}
+	type outcome struct {
+		res AppendResult
+		err error
+	}
+	ch := make(chan outcome, 2)
+	pa.Then(func(res AppendResult, err error) {
+		calls.Add(1)
+		ch <- outcome{res, err}
+	})
+	select {
+	case o := <-ch:
+		return o.res, o.err
+	case <-ctx.Done():
+		return AppendResult{}, ctx.Err()
+	}
 }

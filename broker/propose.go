@@ -63,10 +63,24 @@ func (pe proposedEntry) wait(ctx context.Context) (applyResult, error) {
 // left to the collector as its apply may still be under way.
 func (pe proposedEntry) waitOr(ctx context.Context, early <-chan struct{}) (applyResult, error) {
 	resp, _, answered, err := pe.prop.WaitOr(ctx, early)
-	switch {
-	case answered:
+	if answered {
 		return applyResult{}, errAnsweredEarly
-	case err != nil:
+	}
+	return pe.outcome(resp, err)
+}
+
+// then calls fn with the entry's outcome, as wait returns it, once it is
+// known: on the goroutine that learns it (raft.Proposal.Then), so fn must
+// not block. It is wait for a caller that answers many entries without a
+// goroutine each.
+func (pe proposedEntry) then(fn func(applyResult, error)) {
+	pe.prop.Then(func(o raft.Outcome) { fn(pe.outcome(o.Response, o.Err)) })
+}
+
+// outcome is the entry's result from its proposal's outcome; an entry
+// applied here gives its buffer back.
+func (pe proposedEntry) outcome(resp any, err error) (applyResult, error) {
+	if err != nil {
 		return applyResult{}, pe.p.replicationError(err)
 	}
 	if pe.recycle != nil {

@@ -61,6 +61,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -163,24 +164,91 @@ func (s *Server) startProduce(c *clientConn, req *kmsg.ProduceRequest, entries [
 			jobs = append(jobs, job)
 		}
 	}
+	// The context bounded the proposing. The wait for the outcomes ends
+	// at the request's timeout, counted from here as Kafka counts it
+	// from the append; a connection that closes meanwhile drops its
+	// pending responses and needs no end of its own.
+	cancel()
 	done := make(chan struct{})
 	if len(jobs) == 0 {
 		s.finishProduce(c, version, resp)
-		cancel()
 		close(done)
 		return resp, done
 	}
-	go func() {
-		defer close(done)
-		defer cancel()
-		// Every batch is proposed already: their commits proceed
-		// together, so waiting for them one by one costs nothing.
-		for _, j := range jobs {
-			s.awaitProduce(ctx, c, version, j)
-		}
-		s.finishProduce(c, version, resp)
-	}()
+	w := &produceWait{s: s, c: c, version: version, resp: resp, jobs: jobs, left: len(jobs), done: done}
+	w.mu.Lock()
+	w.timer = time.AfterFunc(timeout, w.expire)
+	w.mu.Unlock()
+	for i := range jobs {
+		jobs[i].pending.Then(func(res broker.AppendResult, err error) { w.answer(i, res, err) })
+	}
 	return resp, done
+}
+
+// produceWait is a produce request whose batches are proposed: each
+// batch's outcome fills its partition's part of the response as it
+// arrives, on the goroutine that learned it, and the last one completes
+// the response, so no goroutine waits per request or per batch.
+type produceWait struct {
+	s       *Server
+	c       *clientConn
+	version int16
+	resp    *kmsg.ProduceResponse
+	done    chan struct{}
+
+	mu    sync.Mutex
+	timer *time.Timer // runs expire
+	jobs  []produceJob
+	left  int // jobs not answered; 0 once done is closed
+}
+
+// answer fills job i's partition with its batch's outcome, unless the
+// request expired first.
+func (w *produceWait) answer(i int, res broker.AppendResult, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	j := &w.jobs[i]
+	if j.answered {
+		return
+	}
+	j.answered = true
+	if err != nil {
+		w.s.produceFailed(w.c, w.version, j.name, j.resp, err)
+	} else {
+		j.resp.BaseOffset, j.resp.LogAppendTime, j.resp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+		if t := w.s.topics.Topic(j.name); t != nil {
+			w.s.metrics.topics.produced(t, j.bytes, j.records)
+		}
+	}
+	if w.left--; w.left == 0 {
+		w.finish()
+	}
+}
+
+// expire answers the batches still waiting when the request's timeout
+// passed: REQUEST_TIMED_OUT, as Kafka's purgatory answers them (they may
+// still commit).
+func (w *produceWait) expire() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.left == 0 {
+		return
+	}
+	for i := range w.jobs {
+		if j := &w.jobs[i]; !j.answered {
+			j.answered = true
+			w.s.produceFailed(w.c, w.version, j.name, j.resp, j.pending.Expired())
+		}
+	}
+	w.left = 0
+	w.finish()
+}
+
+// finish completes the response; w.mu is held.
+func (w *produceWait) finish() {
+	w.timer.Stop()
+	w.s.finishProduce(w.c, w.version, w.resp)
+	close(w.done)
 }
 
 // finishProduce completes a response whose partitions all have their
@@ -218,18 +286,8 @@ type produceJob struct {
 	// before the frame holding them is reused.
 	bytes   int
 	records uint64
-}
-
-func (s *Server) awaitProduce(ctx context.Context, c *clientConn, version int16, j produceJob) {
-	res, err := j.pending.Wait(ctx)
-	if err != nil {
-		s.produceFailed(c, version, j.name, j.resp, err)
-		return
-	}
-	j.resp.BaseOffset, j.resp.LogAppendTime, j.resp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
-	if t := s.topics.Topic(j.name); t != nil {
-		s.metrics.topics.produced(t, j.bytes, j.records)
-	}
+	// answered: resp holds the outcome (produceWait.mu).
+	answered bool
 }
 
 func (s *Server) produceFailed(c *clientConn, version int16, topic string, sp *kmsg.ProduceResponseTopicPartition, err error) {

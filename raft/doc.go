@@ -84,6 +84,11 @@
 //     dead broker does not make every survivor log hundreds of lines a
 //     second. Connections scale with peers,
 //     not groups; an idle group has no goroutine and no connection.
+//   - Proposals (proposal.go): hashicorp's futures have no channel, so
+//     a group learns its proposals' outcomes on one goroutine, in
+//     proposal order (the order hashicorp answers them), and hands each
+//     to a channel a waiter selects on or to the proposer's function;
+//     the goroutine runs only while proposals are outstanding.
 //   - Log store (walstore/): one write-ahead log per node for every
 //     group's entries, truncations and term/vote, with a per-group index
 //     in memory; StoreLogs returns after the fsync that covers it, and the

@@ -58,6 +58,9 @@ type Group struct {
 	// (weir_raft_leader_changes_total).
 	leaderChanges atomic.Uint64
 
+	// outcomes learns what became of the group's proposals (proposal.go).
+	outcomes outcomes
+
 	done     chan struct{} // closed by Shutdown
 	wg       sync.WaitGroup
 	shutOnce sync.Once
@@ -230,62 +233,6 @@ func (g *Group) NotifyFollowers() {
 
 // HasExistingState reports whether the group found state on disk at Start.
 func (g *Group) HasExistingState() bool { return g.existing }
-
-// Apply replicates cmd and returns what the FSM's Apply returned on this
-// node (an error returned by the FSM comes back as the response, not as
-// err) and the entry's Raft index. It fails with a *NotLeaderError unless
-// this node leads the group. ctx bounds the wait; a command whose ctx ends
-// after it was enqueued may still commit.
-func (g *Group) Apply(ctx context.Context, cmd []byte) (response any, index uint64, err error) {
-	p, err := g.Propose(ctx, cmd)
-	if err != nil {
-		return nil, 0, err
-	}
-	return p.Wait(ctx)
-}
-
-// Proposal is a command in the group's Raft log queue whose outcome is not
-// known yet (Group.Propose).
-type Proposal struct {
-	g     *Group
-	f     hraft.ApplyFuture
-	start time.Time
-}
-
-// Propose hands cmd to the group's log and returns without waiting for
-// its commit: Apply is Propose then Wait. Commands proposed one after the
-// other take their places in the log in that order, so a caller may
-// propose several before waiting for the first, and one write and fsync
-// of the log can cover them all (a group started with Config.BatchApply
-// queues up to MaxAppendEntries of them while the leader writes; without
-// it Propose returns once the leader took the command). ctx bounds the
-// wait for room in the queue and, through Wait, the commit.
-func (g *Group) Propose(ctx context.Context, cmd []byte) (Proposal, error) {
-	timeout, err := ctxTimeout(ctx)
-	if err != nil {
-		return Proposal{}, err
-	}
-	return Proposal{g: g, f: g.raft.Apply(cmd, timeout), start: time.Now()}, nil
-}
-
-// Wait returns what the FSM's Apply returned on this node and the entry's
-// Raft index once the proposal is committed and applied, or why it was
-// not; ctx bounds the wait (the command may still commit after it ends).
-func (p Proposal) Wait(ctx context.Context) (response any, index uint64, err error) {
-	response, index, _, err = p.WaitOr(ctx, nil)
-	return response, index, err
-}
-
-// WaitOr is Wait that returns early, with early true and nothing else,
-// once ready is closed: its owner learned what it was waiting for before
-// the commit (LogObserver). The proposal goes on regardless.
-func (p Proposal) WaitOr(ctx context.Context, ready <-chan struct{}) (response any, index uint64, early bool, err error) {
-	if early, err = waitOr(ctx, p.f, ready); early || err != nil {
-		return nil, 0, early, p.g.translate(err)
-	}
-	p.g.mux.metrics.observeCommit(p.g.class, time.Since(p.start))
-	return p.f.Response(), p.f.Index(), false, nil
-}
 
 // Barrier returns once every entry committed before it has been applied to
 // the FSM on this node, which must lead the group: a new leader calls it
@@ -470,24 +417,18 @@ func ctxTimeout(ctx context.Context) (time.Duration, error) {
 
 // wait waits for f or ctx. hashicorp's futures have no done channel, so a
 // cancellable wait costs a goroutine; a context that can't end doesn't.
+// Proposals, the frequent case, are waited for without one
+// (proposal.go); this serves the rare rest.
 func wait(ctx context.Context, f hraft.Future) error {
-	_, err := waitOr(ctx, f, nil)
-	return err
-}
-
-// waitOr is wait that a closed ready ends first, with early true.
-func waitOr(ctx context.Context, f hraft.Future, ready <-chan struct{}) (early bool, err error) {
-	if ctx.Done() == nil && ready == nil {
-		return false, f.Error()
+	if ctx.Done() == nil {
+		return f.Error()
 	}
 	ch := make(chan error, 1)
 	go func() { ch <- f.Error() }()
 	select {
 	case err := <-ch:
-		return false, err
-	case <-ready:
-		return true, nil
+		return err
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return ctx.Err()
 	}
 }
