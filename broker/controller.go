@@ -103,7 +103,7 @@ func (c *controllerNode) open(opts controller.Options, registerer prometheus.Reg
 		ln.Close()
 		return err
 	}
-	mux, err := raft.NewMux(ln, raft.MuxConfig{Advertise: addr, Logger: c.logger, Registerer: registerer, Identity: incarnation.String()})
+	mux, err := raft.NewMux(ln, raft.MuxConfig{Advertise: addr, Logger: c.logger, Registerer: registerer, Identity: incarnation.String(), HandOffBytes: config.RaftHandOffBytes(config.AvailableMemory())})
 	if err != nil {
 		ln.Close()
 		return err

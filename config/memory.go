@@ -34,6 +34,20 @@ func DefaultFetchMemoryBudget(available int64) int64 {
 	return min(max(available/8, minDerivedFetchBudget), maxDerivedFetchBudget)
 }
 
+// Bounds of the memory a broker's Raft followers keep for their applies.
+const (
+	minRaftHandOff = 64 << 20
+	maxRaftHandOff = 256 << 20
+)
+
+// RaftHandOffBytes is what a broker's followers may keep of the entries
+// they stored for their applies to take instead of reading them back: a
+// 32nd of the memory available, between 64 MiB and 256 MiB (the whole
+// 256 MiB from 8 GiB up).
+func RaftHandOffBytes(available int64) int64 {
+	return min(max(available/32, minRaftHandOff), maxRaftHandOff)
+}
+
 // AvailableMemory is the memory this process may use: its cgroup's limit
 // (v2 memory.max, or v1 memory.limit_in_bytes) when it has one, else the
 // machine's (MemTotal); 0 when neither can be read.

@@ -31,6 +31,19 @@ func TestDefaultFetchMemoryBudget(t *testing.T) {
 	}
 }
 
+func TestRaftHandOffBytes(t *testing.T) {
+	for _, tc := range []struct{ available, want int64 }{
+		{0, 64 << 20},        // unknown: the floor
+		{1 << 30, 64 << 20},  // small machines: the floor
+		{4 << 30, 128 << 20}, // a 32nd
+		{24 << 30, 256 << 20},
+	} {
+		if got := RaftHandOffBytes(tc.available); got != tc.want {
+			t.Errorf("RaftHandOffBytes(%d) = %d, want %d", tc.available, got, tc.want)
+		}
+	}
+}
+
 func TestReadCgroupLimit(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string) string {

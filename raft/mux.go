@@ -93,6 +93,10 @@ type MuxConfig struct {
 	// Identity names this process (the broker's incarnation): streams
 	// dialed to a member address with another identity are refused.
 	Identity string
+	// HandOffBytes bounds what followers keep of the entries they stored
+	// for their applies to take (walstore.Options.HandOffBytes); 0 means
+	// walstore.DefaultHandOffBytes.
+	HandOffBytes int64
 }
 
 // Mux owns a broker's Raft listener and routes each inbound connection to
@@ -106,6 +110,7 @@ type Mux struct {
 	metrics   *metrics
 	headerTO  time.Duration
 	identity  string
+	handOff   int64 // MuxConfig.HandOffBytes
 
 	mu      sync.Mutex
 	layers  map[string]*layer // group → accept queue, by mu
@@ -139,6 +144,7 @@ func NewMux(ln net.Listener, cfg MuxConfig) (*Mux, error) {
 		peerLogs:  newPeerLogLimit(peerLogEvery),
 		headerTO:  cfg.HeaderTimeout,
 		identity:  cfg.Identity,
+		handOff:   cfg.HandOffBytes,
 		layers:    make(map[string]*layer),
 		groups:    make(map[string]*Group),
 		pending:   make(map[net.Conn]bool),

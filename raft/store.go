@@ -137,7 +137,7 @@ func (m *Mux) logStore(dir string) (*walstore.Store, error) {
 	if s := m.stores[dir]; s != nil {
 		return s, nil
 	}
-	s, err := walstore.Open(filepath.Join(dir, sharedLogDir), walstore.Options{Logger: m.log, Registerer: m.metrics.reg, PrepareSpares: true})
+	s, err := walstore.Open(filepath.Join(dir, sharedLogDir), walstore.Options{Logger: m.log, Registerer: m.metrics.reg, PrepareSpares: true, HandOffBytes: m.handOff})
 	if err != nil {
 		return nil, fmt.Errorf("raft: opening the shared log in %s: %w", dir, err)
 	}

@@ -35,8 +35,13 @@ const (
 	// worth (hashicorp's MaxAppendEntries is 64), since a follower
 	// applies what it stored within one more append or heartbeat.
 	maxHandOffEntries = 1024
-	// maxHandOffBytes bounds the bytes held by all groups of a store.
-	maxHandOffBytes = 64 << 20
+	// DefaultHandOffBytes bounds the bytes held by all groups of a store
+	// (Options.HandOffBytes). A follower holds what it stored until its
+	// leader's next append or heartbeat says it is committed: under
+	// load, with many partitions, a second or more of everything it
+	// follows, and what the bound leaves out is read back. 64 MiB left
+	// half of a loaded follower's entries to the log.
+	DefaultHandOffBytes = 256 << 20
 )
 
 // handOff is a group's held entries: consecutive indexes from first.
@@ -85,7 +90,7 @@ func (h *handOff) keep(s *Store, logs []*hraft.Log) {
 	if len(h.logs)+len(logs) > maxHandOffEntries {
 		return
 	}
-	if s.handOffBytes.Add(n) > maxHandOffBytes {
+	if s.handOffBytes.Add(n) > s.handOffMax {
 		s.handOffBytes.Add(-n)
 		return
 	}

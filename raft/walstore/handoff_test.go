@@ -1,6 +1,7 @@
 package walstore
 
 import (
+	"path/filepath"
 	"testing"
 
 	hraft "github.com/hashicorp/raft"
@@ -126,7 +127,7 @@ func TestHandOffFollowsTheLog(t *testing.T) {
 }
 
 // TestHandOffIsBounded: a group holds at most maxHandOffEntries, the
-// store at most maxHandOffBytes; entries past either are read from the
+// store at most its HandOffBytes; entries past either are read from the
 // log.
 func TestHandOffIsBounded(t *testing.T) {
 	s := openT(t, testDir, newFaultFS(), 64<<20)
@@ -147,14 +148,32 @@ func TestHandOffIsBounded(t *testing.T) {
 	}
 
 	big := s.Group("big")
-	data := make([]byte, maxHandOffBytes/2+1)
+	data := make([]byte, DefaultHandOffBytes/2+1)
 	for i := uint64(1); i <= 2; i++ {
 		if err := big.StoreLogsHandOff([]*hraft.Log{{Index: i, Term: 1, Type: hraft.LogCommand, Data: data}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if st := s.Stats(); st.HandOffBytes > maxHandOffBytes {
-		t.Fatalf("%d bytes held, bound %d", st.HandOffBytes, maxHandOffBytes)
+	if st := s.Stats(); st.HandOffBytes > DefaultHandOffBytes {
+		t.Fatalf("%d bytes held, bound %d", st.HandOffBytes, DefaultHandOffBytes)
+	}
+
+	// A store given a bound of its own keeps to it.
+	const bound = 1 << 20
+	small, err := Open(filepath.Join(t.TempDir(), "small"), Options{FS: newFaultFS(), SegmentBytes: 64 << 20, HandOffBytes: bound})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mustClose(t, small)
+	sg := small.Group("big-s")
+	data = make([]byte, bound/4)
+	for i := uint64(1); i <= 8; i++ {
+		if err := sg.StoreLogsHandOff([]*hraft.Log{{Index: i, Term: 1, Type: hraft.LogCommand, Data: data}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := small.Stats(); st.HandOffBytes > bound || st.HandOffBytes < bound/2 {
+		t.Fatalf("%d bytes held, bound %d", st.HandOffBytes, bound)
 	}
 }
 

@@ -61,6 +61,10 @@ type Options struct {
 	// Registerer, if set, gets the weir_raft_log_* collectors, which are
 	// unregistered by Close.
 	Registerer prometheus.Registerer
+	// HandOffBytes bounds the bytes of the entries followers stored that
+	// are kept for their applies (handoff.go); 0 means
+	// DefaultHandOffBytes.
+	HandOffBytes int64
 }
 
 // Stats are cumulative counters and current sizes, for tests, benchmarks
@@ -155,21 +159,23 @@ type Store struct {
 	handedOff, ringReads, fileReads                   atomic.Uint64
 	preparedSpares, reusedSpares                      atomic.Uint64
 	handOffBytes                                      atomic.Int64 // held by all groups' hand-offs
+	handOffMax                                        int64        // bound of handOffBytes
 }
 
 // Open opens (creating if need be) the store in dir, replays it and starts
 // the writer.
 func Open(dir string, opts Options) (*Store, error) {
 	s := &Store{
-		dir:      dir,
-		fs:       opts.FS,
-		segBytes: opts.SegmentBytes,
-		logger:   opts.Logger,
-		groups:   make(map[string]*group),
-		wake:     make(chan struct{}, 1),
-		stopped:  make(chan struct{}),
-		syncReq:  make(chan syncJob),
-		syncDone: make(chan error, 1),
+		dir:        dir,
+		fs:         opts.FS,
+		segBytes:   opts.SegmentBytes,
+		logger:     opts.Logger,
+		handOffMax: opts.HandOffBytes,
+		groups:     make(map[string]*group),
+		wake:       make(chan struct{}, 1),
+		stopped:    make(chan struct{}),
+		syncReq:    make(chan syncJob),
+		syncDone:   make(chan error, 1),
 
 		syncStopped: make(chan struct{}),
 		ring:        newRing(),
@@ -183,6 +189,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.segBytes = defaultSegmentBytes
 	}
 	s.segBytes = min(s.segBytes, maxSegmentBytes)
+	if s.handOffMax <= 0 {
+		s.handOffMax = DefaultHandOffBytes
+	}
 	if s.logger == nil {
 		s.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
