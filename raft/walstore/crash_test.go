@@ -270,14 +270,7 @@ func TestSyncFailureFailStop(t *testing.T) {
 
 	// The writer is held in its next write, so everything submitted
 	// meanwhile queues behind that batch.
-	entered, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	fsys.setWriteHook(func(string) {
-		once.Do(func() {
-			close(entered)
-			<-release
-		})
-	})
+	entered, release := holdFirst(fsys.setWriteHook)
 	const queued = 8
 	errs := make(chan error, queued+1)
 	go func() { errs <- gs.StoreLogs(mkLogs("g", 6, 6, 1)) }()

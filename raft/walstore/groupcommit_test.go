@@ -74,14 +74,7 @@ func TestNotVisibleBeforeFsync(t *testing.T) {
 	gs := s.Group("g")
 	storeRange(t, gs, 1, 1, 1)
 
-	entered, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	fsys.setSyncHook(func(string) {
-		once.Do(func() {
-			close(entered)
-			<-release
-		})
-	})
+	entered, release := holdFirst(fsys.setSyncHook)
 	done := make(chan error, 2)
 	go func() { done <- gs.StoreLogs(mkLogs("g", 2, 3, 1)) }()
 	select {
@@ -153,6 +146,21 @@ func holdSyncs(fsys *faultFS) (started <-chan struct{}, proceed chan<- struct{})
 	return st, pr
 }
 
+// holdFirst installs, through set (a faultFS's setWriteHook or
+// setSyncHook), a hook that holds the first call until release is closed;
+// entered is closed once that call is held. Later calls pass.
+func holdFirst(set func(func(string))) (entered <-chan struct{}, release chan<- struct{}) {
+	in, rel := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	set(func(string) {
+		once.Do(func() {
+			close(in)
+			<-rel
+		})
+	})
+	return in, rel
+}
+
 // waitQueued waits until a request waits for the writer.
 func waitQueued(t *testing.T, s *Store) {
 	t.Helper()
@@ -207,14 +215,7 @@ func waitWritten(t *testing.T, s *Store, before uint64) {
 func writeBehindHeldSync(t *testing.T, s *Store, fsys *faultFS) (started <-chan struct{}, proceed chan<- struct{}, first, second <-chan error) {
 	t.Helper()
 	started, proceed = holdSyncs(fsys)
-	writing, gate := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	fsys.setWriteHook(func(string) {
-		once.Do(func() {
-			close(writing)
-			<-gate
-		})
-	})
+	writing, gate := holdFirst(fsys.setWriteHook)
 	f, sec := make(chan error, 1), make(chan error, 1)
 	go func() { f <- s.Group("a").StoreLogs(mkLogs("a", 1, 2, 1)) }()
 	waitSignal(t, writing, "the first batch's write")
