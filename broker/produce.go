@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -281,23 +280,22 @@ func (pp *ProducePath) newAppendEntry(logAppendTime int64, records []byte) (data
 
 // Wait returns the batch's offsets once it is committed and applied on
 // this broker (with acks=1, possibly once it is on the leader's disk), or
-// why it was not; ctx bounds the wait. Call it at most once: a wait
-// that saw the apply recycles the batch's entry.
+// why it was not; ctx bounds the wait, after which the batch may still
+// commit. It is Then for a caller with a goroutine to block. Call it at
+// most once.
 func (pa PendingAppend) Wait(ctx context.Context) (AppendResult, error) {
-	if pa.early == nil {
-		res, err := pa.entry.wait(ctx)
-		return res.append, err
+	type outcome struct {
+		res AppendResult
+		err error
 	}
-	defer pa.entry.p.writes.forget(pa.early)
-	res, err := pa.entry.waitOr(ctx, pa.early.ready)
-	if errors.Is(err, errAnsweredEarly) {
-		pa.counts.leaderLog.Add(1)
-		return pa.early.result, nil
+	ch := make(chan outcome, 1)
+	pa.Then(func(res AppendResult, err error) { ch <- outcome{res, err} })
+	select {
+	case o := <-ch:
+		return o.res, o.err
+	case <-ctx.Done():
+		return AppendResult{}, pa.entry.p.replicationError(ctx.Err())
 	}
-	if err == nil {
-		pa.counts.commit.Add(1)
-	}
-	return res.append, err
 }
 
 // Then calls fn once with what Wait would return, without a goroutine

@@ -55,17 +55,7 @@ func (p *Partition) propose(ctx context.Context, entry []byte) (proposedEntry, e
 // ended first, leadership was lost) may still be written or applied, and
 // is left to the collector.
 func (pe proposedEntry) wait(ctx context.Context) (applyResult, error) {
-	return pe.waitOr(ctx, nil)
-}
-
-// waitOr is wait that a closed early ends first, with errAnsweredEarly:
-// the entry was answered from the leader's log (produce_acks.go), and is
-// left to the collector as its apply may still be under way.
-func (pe proposedEntry) waitOr(ctx context.Context, early <-chan struct{}) (applyResult, error) {
-	resp, _, answered, err := pe.prop.WaitOr(ctx, early)
-	if answered {
-		return applyResult{}, errAnsweredEarly
-	}
+	resp, _, err := pe.prop.Wait(ctx)
 	return pe.outcome(resp, err)
 }
 
@@ -92,10 +82,6 @@ func (pe proposedEntry) outcome(resp any, err error) (applyResult, error) {
 	}
 	return res, res.err
 }
-
-// errAnsweredEarly ends proposedEntry.wait for an entry answered before
-// its commit.
-var errAnsweredEarly = errors.New("answered from the leader's log")
 
 // replicationError is the Kafka error for an entry the group did not
 // commit.

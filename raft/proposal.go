@@ -156,14 +156,6 @@ func (p Proposal) Then(fn func(Outcome)) {
 // Raft index once the proposal is committed and applied, or why it was
 // not; ctx bounds the wait (the command may still commit after it ends).
 func (p Proposal) Wait(ctx context.Context) (response any, index uint64, err error) {
-	response, index, _, err = p.WaitOr(ctx, nil)
-	return response, index, err
-}
-
-// WaitOr is Wait that returns early, with early true and nothing else,
-// once ready is closed: its owner learned what it was waiting for before
-// the commit (LogObserver). The proposal goes on regardless.
-func (p Proposal) WaitOr(ctx context.Context, ready <-chan struct{}) (response any, index uint64, early bool, err error) {
 	p.p.mu.Lock()
 	if !p.p.settled && p.p.waiting == nil {
 		p.p.waiting = make(chan struct{})
@@ -173,15 +165,13 @@ func (p Proposal) WaitOr(ctx context.Context, ready <-chan struct{}) (response a
 	if !settled {
 		select {
 		case <-waiting:
-		case <-ready:
-			return nil, 0, true, nil
 		case <-ctx.Done():
-			return nil, 0, false, p.p.g.translate(ctx.Err())
+			return nil, 0, p.p.g.translate(ctx.Err())
 		}
 	}
 	// Written before waiting was closed, or under mu: read-only now.
 	out := p.p.out
-	return out.Response, out.Index, false, out.Err
+	return out.Response, out.Index, out.Err
 }
 
 // Apply replicates cmd and returns what the FSM's Apply returned on this
