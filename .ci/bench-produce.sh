@@ -44,6 +44,16 @@
 # new Kafka topic, weirctl's first writes to most partitions stalled about
 # 5 s (franz-go's 5 s metadata min age after a retriable error), which a
 # short run would measure instead of produce.
+# Then (SETTLE_DISK=1, the default) the machine's dirty pages are written
+# out with sync before the clock starts: each workload runs on a fresh
+# topic of a broker that has run the workloads before it, and without the
+# sync what those left dirty in the page cache is written during this one.
+# Kafka leaves every produced byte there (it does not fsync), so its
+# figure for a workload depended on how much the one before it had
+# written and when the kernel's flusher took it: 10 producers x 100
+# partitions on one broker made 166 MB/s in one run and 663 in another.
+# Nothing a workload writes itself is synced for it: Kafka's bytes of the
+# workload stay in the page cache as they would.
 # Java figures are ProducerPerformance's own final line (MB/s over its whole
 # run; latency percentiles in whole ms); weirctl's are its --format json
 # summary. A latency is from handing a record to the client to its ack.
@@ -81,6 +91,7 @@
 #   FIXED_MB_PER_SEC (20)  GO_RECORDS (2000000)  PRODUCERS (10)
 #   PARTITIONS_MANY (100)  WARMUP_KIB_PER_PARTITION (512; 0: no warm-up)
 #   TXN_SIZES ("1 10 100")  TXN_COUNT (2000)
+#   SETTLE_DISK (1; 0: no sync before each workload)
 #   READY_TIMEOUT (60 s, weir start and Metadata listing every broker;
 #     Kafka's start is bounded by KAFKA_READY_TIMEOUT, 120)
 #   CREATE_TIMEOUT (60 s per topic)  WORKLOAD_TIMEOUT (600 s per workload:
@@ -120,6 +131,7 @@ txn_count=${TXN_COUNT:-2000}
 ready_timeout=${READY_TIMEOUT:-60}
 create_timeout=${CREATE_TIMEOUT:-60}
 workload_timeout=${WORKLOAD_TIMEOUT:-600}
+settle=${SETTLE_DISK:-1}
 java_heap=${JAVA_CLIENT_HEAP:--Xmx512M}
 out=${OUT_DIR:-${TMPDIR:-/tmp}/weir-bench-produce-$(date +%Y%m%d-%H%M%S)}
 many="weirctl-${producers}x${partitions_many}"
@@ -369,6 +381,8 @@ def report(out):
     say("weir produce benchmark, %s; %d CPUs; records of %d bytes; MB = 2^20 bytes" % (p["started"], p["host_cpus"], p["record_size"]))
     for sys_ in p["systems"]:
         say("  %-6s %s" % (sys_, p["labels"].get(sys_, "")))
+    if p.get("settle_disk"):
+        say("dirty pages written out (sync) before each workload's clock starts")
     for setup in p["setups"]:
         desc = {"single": "one broker, replication factor 1", "cluster": "three brokers, replication factor 3"}[setup]
         say("")
@@ -507,6 +521,18 @@ java_producer() {
 
 # run_workload SETUP SYSTEM W: one workload on the running cluster; its
 # figures in OUT/SETUP/SYSTEM/W.json.
+# settle_disk DIR WORKLOAD: with SETTLE_DISK=1, writes the machine's dirty
+# pages out (sync) before the workload is timed, so that what an earlier
+# workload left in the page cache (Kafka's unsynced segments, weir's
+# segments not yet written back) is not written during this one and
+# charged to it. The time it took goes to the notes when it is long.
+settle_disk() {
+	[ "$settle" = 1 ] || return 0
+	local t0=$SECONDS
+	timeout -k 5 "$workload_timeout" sync || note "$1/notes" "$2: sync before the workload did not finish within ${workload_timeout}s"
+	[ $((SECONDS - t0)) -lt 5 ] || note "$1/notes" "$2: the sync before it took $((SECONDS - t0)) s"
+}
+
 run_workload() {
 	local setup=$1 sys=$2 w=$3 d="$out/$1/$2" topic="bp-$3" kind status note="" rc before after ticks expected files=()
 	local res="$d/$w.json"
@@ -533,6 +559,7 @@ run_workload() {
 		weirctl_producers "$d" "warmup-$w" "$topic" $(((wbytes + record_size - 1) / record_size)) 1 || rc=$?
 		[ "$rc" = 0 ] || note "$d/notes" "$w: the warm-up exited with status $rc (see warmup-$w-0.err)"
 	fi
+	settle_disk "$d" "$w"
 	loadlog "$setup $sys $w"
 	say "$setup, $sys: $w"
 	before=$(cpu_ticks || true)
@@ -678,10 +705,10 @@ json.dump({"systems": systems, "setups": e["SETUPS_RUN"].split(), "workloads": e
            "labels": {s: labels[s] for s in systems}, "skipped": skipped,
            "record_size": n[0], "java_records": n[1], "java_fixed_records": n[2], "fixed_mb_per_sec": n[3],
            "go_records": n[4], "producers": n[5], "partitions_many": n[6], "warmup_kib_per_partition": n[7],
-           "workload_timeout": n[8], "clk_tck": n[9], "host_cpus": os.cpu_count(),
+           "workload_timeout": n[8], "clk_tck": n[9], "settle_disk": n[10] == 1, "host_cpus": os.cpu_count(),
            "started": sys.argv[1]}, open(e["PARAMS"], "w"), indent=1)
 ' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$record_size" "$java_records" "$java_fixed_records" "$fixed_mbps" \
-	"$go_records" "$producers" "$partitions_many" "$warmup_kib" "$workload_timeout" "$clk"
+	"$go_records" "$producers" "$partitions_many" "$warmup_kib" "$workload_timeout" "$clk" "$settle"
 say "results in $out"
 
 for setup in $setups; do
