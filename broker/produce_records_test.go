@@ -289,9 +289,10 @@ func BenchmarkRecordChecks(b *testing.B) {
 	br := openTestBroker(b, b.TempDir())
 	now := time.Now().UnixMilli()
 	for _, topic := range []string{"delete", "compact"} {
+		// Created once: with -count, b.Run calls the function below
+		// again on the same broker.
+		settings := br.produceSettings(mustCreate(b, br, topic, 1, map[string]string{"cleanup.policy": topic}))
 		b.Run(topic, func(b *testing.B) {
-			tp := mustCreate(b, br, topic, 1, map[string]string{"cleanup.policy": topic})
-			settings := br.produceSettings(tp)
 			recs := make([]log.KeyValue, 16)
 			for i := range recs {
 				recs[i] = log.KeyValue{Key: []byte("key"), Value: make([]byte, 1000)}
