@@ -73,6 +73,10 @@
 # the shell's accounting of its children) is reported too, per MB, as
 # "client ms/MB", since on two cores a broker that costs its clients more
 # CPU leaves less for the rest.
+# The machine's idle and I/O-wait shares of its CPU time over the same
+# interval (/proc/stat) are the last two columns: a run that leaves the
+# cores idle while it waits for the disk shows there, one bound by the
+# CPU does not.
 #
 # Kafka: .ci/kafka.sh fetches its jars with mvn once (cached) and runs three
 # combined broker+controller nodes, or one (KAFKA_NODES=1) for single, with
@@ -369,7 +373,24 @@ def result(path, kind, status, note, ticks, times_before, times_after, expected,
             else:
                 if doc["mb"] > 0:
                     doc["client_cpu_ms_per_mb"] = 1000 * doc["client_cpu_seconds"] / doc["mb"]
+            shares = machine_shares(times_before.replace(".times-", ".stat-"), times_after.replace(".times-", ".stat-"))
+            if shares:
+                doc["machine_idle_pct"], doc["machine_iowait_pct"] = shares
     json.dump(doc, open(path, "w"), indent=1)
+
+def machine_shares(before, after):
+    """The machine's idle and I/O-wait shares of its CPU time between two
+    reads of /proc/stat's first line, in percent; None if unreadable."""
+    try:
+        a = [int(x) for x in open(before).read().split()[1:9]]
+        b = [int(x) for x in open(after).read().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    d = [y - x for x, y in zip(a, b)]
+    total = sum(d)
+    if total <= 0:
+        return None
+    return 100 * d[3] / total, 100 * d[4] / total
 
 def fmt(v, nd=1):
     return "-" if v is None else ("%.*f" % (nd, v))
@@ -387,7 +408,7 @@ def report(out):
         desc = {"single": "one broker, replication factor 1", "cluster": "three brokers, replication factor 3"}[setup]
         say("")
         say("== %s: %s" % (setup, desc))
-        rows, notes, res = [("workload", "system", "MB/s", "p50 ms", "p99 ms", "p99.9 ms", "broker CPU s", "CPU ms/MB", "client ms/MB")], [], {}
+        rows, notes, res = [("workload", "system", "MB/s", "p50 ms", "p99 ms", "p99.9 ms", "broker CPU s", "CPU ms/MB", "client ms/MB", "idle %", "iowait %")], [], {}
         for w in p["workloads"]:
             for sys_ in p["systems"]:
                 f = os.path.join(out, setup, sys_, w + ".json")
@@ -401,10 +422,11 @@ def report(out):
                     notes.append("%s, %s: %s" % (w, sys_, n))
                 if d["status"] == "ok":
                     rows.append((w, sys_, fmt(d["mb_per_sec"], 2), fmt(d["p50_ms"]), fmt(d["p99_ms"]), fmt(d["p999_ms"]),
-                                 fmt(d.get("cpu_seconds"), 2), fmt(d.get("cpu_ms_per_mb"), 2), fmt(d.get("client_cpu_ms_per_mb"), 2)))
+                                 fmt(d.get("cpu_seconds"), 2), fmt(d.get("cpu_ms_per_mb"), 2), fmt(d.get("client_cpu_ms_per_mb"), 2),
+                                 fmt(d.get("machine_idle_pct"), 0), fmt(d.get("machine_iowait_pct"), 0)))
                 else:
                     status = {"timeout": "timed out (%ds)" % p["workload_timeout"]}.get(d["status"], d["status"])
-                    rows.append((w, sys_, status, "", "", "", "", "", ""))
+                    rows.append((w, sys_, status, "", "", "", "", "", "", "", ""))
         # A status row ("timed out", "skipped") spans the figures' columns.
         widths = [max(len(r[i]) for r in rows if i < 2 or r[3] != "" or r is rows[0]) for i in range(len(rows[0]))]
         for i, r in enumerate(rows):
@@ -564,6 +586,7 @@ run_workload() {
 	say "$setup, $sys: $w"
 	before=$(cpu_ticks || true)
 	times >"$d/.times-$w-before" # builtin, not forked: this shell's children
+	head -1 /proc/stat >"$d/.stat-$w-before" 2>/dev/null || true
 	rc=0
 	case $w in
 	java-acks-all)
@@ -611,6 +634,7 @@ run_workload() {
 	esac
 	after=$(cpu_ticks || true)
 	times >"$d/.times-$w-after"
+	head -1 /proc/stat >"$d/.stat-$w-after" 2>/dev/null || true
 	ticks=""
 	[ -n "$before" ] && [ -n "$after" ] && ticks=$((after - before))
 	case $rc in
@@ -625,7 +649,7 @@ run_workload() {
 		;;
 	esac
 	py result "$res" "$kind" "$status" "$note" "$ticks" "$d/.times-$w-before" "$d/.times-$w-after" "$expected" "${files[@]}"
-	rm -f "$d/.times-$w-before" "$d/.times-$w-after"
+	rm -f "$d/.times-$w-before" "$d/.times-$w-after" "$d/.stat-$w-before" "$d/.stat-$w-after"
 	say "$setup, $sys: $w: $(python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
