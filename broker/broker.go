@@ -209,9 +209,14 @@ func newBroker(opts Options, props *config.Values) *Broker {
 	now := func() time.Time { return b.now() }
 	b.Security = newSecurity(props, view, b.ctrl.propose, opts.Logger)
 	b.Enterprise = newEnterprise(props, view, b.ctrl.propose, opts.Logger, opts.Now, opts.LicenseKeys, opts.Registerer)
+	var pageCache *log.PageCache
+	if n := opts.Node.LogPageCacheBytes; n > 0 {
+		pageCache = log.NewPageCache(n)
+	}
 	b.TopicTable = newTopicTable(topicTableDeps{
 		dataDir: opts.Node.DataDir, props: props, logger: opts.Logger, now: now, logFS: opts.LogFS, view: view,
-		propose: b.ctrl.propose, check: b.ctrl.check, waitReconciled: b.ctrl.waitReconciled, stop: b.stop,
+		pageCache: pageCache,
+		propose:   b.ctrl.propose, check: b.ctrl.check, waitReconciled: b.ctrl.waitReconciled, stop: b.stop,
 
 		commit: func(ctx context.Context, cmd controller.Command) (controller.Result, error) {
 			return b.ctrl.proposeCtx(ctx, cmd, false)

@@ -121,8 +121,11 @@ type topicTableDeps struct {
 	logger  *slog.Logger
 	now     func() time.Time // the logs' clock
 	logFS   log.FS
-	view    func() *controller.View
-	propose func(controller.Command) (controller.Result, error)
+	// pageCache bounds what the segments' appends keep in the page
+	// cache, over every log of the node; nil leaves it to the kernel.
+	pageCache *log.PageCache
+	view      func() *controller.View
+	propose   func(controller.Command) (controller.Result, error)
 	// commit proposes without waiting for the table to reflect the
 	// command: CreateTopic waits for that under its own deadline.
 	commit         func(context.Context, controller.Command) (controller.Result, error)
@@ -420,6 +423,7 @@ func (tt *TopicTable) logConfigFor(t *Topic) log.Config {
 	c := logConfig(tt.TopicConfig(t))
 	c.Now = tt.now
 	c.FS = tt.logFS
+	c.PageCache = tt.pageCache
 	return c
 }
 

@@ -44,6 +44,11 @@ type Node struct {
 	// and not yet written, over all connections: 0 derives it from the
 	// memory available (DefaultFetchMemoryBudget), -1 lifts the bound.
 	FetchMemoryBudgetBytes int64 `koanf:"fetch_memory_budget_bytes"`
+	// LogPageCacheBytes is how many bytes of the newest segment appends
+	// the broker keeps in the page cache; older appended pages are
+	// dropped once written back (log.PageCache). -1 leaves them to the
+	// kernel, as Kafka does.
+	LogPageCacheBytes int64 `koanf:"log_page_cache_bytes"`
 	// ConnectionMaxUnwrittenBytes caps one connection's fetch response
 	// (its max_bytes), so that a client that stops reading holds at most
 	// this much of the budget.
@@ -101,6 +106,9 @@ type Node struct {
 // Kafka's queued.max.request.bytes would be if it were bounded.
 const DefaultQueuedMaxRequestBytes = 256 << 20
 
+// DefaultLogPageCacheBytes is log_page_cache_bytes' default.
+const DefaultLogPageCacheBytes = 1 << 30
+
 // DefaultNode is a single-node broker on loopback with data in ./data.
 func DefaultNode() map[string]any {
 	return map[string]any{
@@ -116,6 +124,7 @@ func DefaultNode() map[string]any {
 		"max_request_bytes":                100 << 20,
 		"queued_max_request_bytes":         DefaultQueuedMaxRequestBytes,
 		"fetch_memory_budget_bytes":        0,
+		"log_page_cache_bytes":             DefaultLogPageCacheBytes,
 		"connection_max_unwritten_bytes":   32 << 20,
 		"connection_max_inflight_requests": 6,
 		"memory_limit_bytes":               0,
@@ -295,6 +304,9 @@ func (n Node) Validate() error {
 	}
 	if n.QueuedMaxRequestBytes < 1024 {
 		errs = append(errs, fmt.Errorf("queued_max_request_bytes %d: must be at least 1024", n.QueuedMaxRequestBytes))
+	}
+	if b := n.LogPageCacheBytes; b < -1 || b >= 0 && b < 16<<20 {
+		errs = append(errs, fmt.Errorf("log_page_cache_bytes %d: want -1 (left to the kernel) or at least 16 MiB", b))
 	}
 	if b := n.FetchMemoryBudgetBytes; b < -1 || b > 0 && b < 1<<20 {
 		errs = append(errs, fmt.Errorf("fetch_memory_budget_bytes %d: want -1 (unbounded), 0 (derived from memory) or at least 1 MiB", b))

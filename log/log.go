@@ -32,6 +32,10 @@ type Config struct {
 	// SegmentIndexBytes/12, the entry counts of Kafka's preallocated index
 	// files of segment.index.bytes (default 10 MiB); 0 no limit.
 	SegmentIndexBytes int64
+	// PageCache, when set, bounds the page cache the appends keep,
+	// shared by every log of the node (pagecache.go); nil leaves it to
+	// the kernel.
+	PageCache *PageCache
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -339,7 +343,7 @@ func (l *Log) appendBatches(records []byte, hs []BatchHeader, stamp, gaps bool, 
 		}
 		return AppendResult{}, fmt.Errorf("log: append: %w", err)
 	}
-	seg.startWriteback(seg.size + int64(len(records)))
+	seg.startWriteback(seg.size+int64(len(records)), cfg.PageCache)
 	if seg.size == 0 {
 		seg.rollBase = nowMs
 		seg.rollJitter = rollJitter(cfg)

@@ -24,8 +24,9 @@ const writebackChunk = 1 << 20
 // The page being appended to is left alone: writing into a page under
 // writeback may have to wait for it. A truncation may have cut the file
 // below the last start; it then resumes from the cut. The caller holds
-// Log.appendMu.
-func (s *segment) startWriteback(end int64) {
+// Log.appendMu. pc, when set, is told of the range so that it can drop
+// it from the page cache later.
+func (s *segment) startWriteback(end int64, pc *PageCache) {
 	end &^= int64(os.Getpagesize()) - 1
 	from := min(s.writtenBack, end)
 	s.writtenBack = from
@@ -34,6 +35,9 @@ func (s *segment) startWriteback(end int64) {
 	}
 	if f, ok := s.log.(*os.File); ok {
 		startWriteback(f, from, end-from)
+		if pc != nil {
+			pc.written(f, from, end-from)
+		}
 	}
 	s.writtenBack = end
 }
