@@ -106,8 +106,10 @@ type Node struct {
 // Kafka's queued.max.request.bytes would be if it were bounded.
 const DefaultQueuedMaxRequestBytes = 256 << 20
 
-// DefaultLogPageCacheBytes is log_page_cache_bytes' default.
-const DefaultLogPageCacheBytes = 1 << 30
+// DefaultLogPageCacheBytes is log_page_cache_bytes' default: the
+// kernel's page cache, as Kafka leaves it (docs/architecture.md, "Segment
+// page cache", says what a budget costs and gains).
+const DefaultLogPageCacheBytes = -1
 
 // DefaultNode is a single-node broker on loopback with data in ./data.
 func DefaultNode() map[string]any {
