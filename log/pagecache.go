@@ -105,9 +105,11 @@ func (pc *PageCache) dropDue() {
 }
 
 // dropBatch is how far past the budget the appends go before the oldest
-// are dropped, all at once: each posix_fadvise may drain every CPU's page
-// lists, and one call per written megabyte cost a single partition at 20
-// MB/s several times its p99 latency.
+// are dropped, all at once, so that posix_fadvise (which may drain every
+// CPU's page lists) is called once per 64 MiB rather than per megabyte.
+// It did not bring a single partition's p99 at 20 MB/s back to what it
+// is without a budget (docs/architecture.md, "Segment page cache"),
+// which is why the budget is off by default.
 const dropBatch = 64 << 20
 
 // mergeRanges returns batch's ranges with each file's contiguous ones
