@@ -212,6 +212,9 @@ func newBroker(opts Options, props *config.Values) *Broker {
 	var pageCache *log.PageCache
 	if n := opts.Node.LogPageCacheBytes; n > 0 {
 		pageCache = log.NewPageCache(n)
+		if opts.Registerer != nil && !props.Bool("disable_metrics") {
+			registerPageCacheMetrics(opts.Registerer, pageCache, opts.Logger)
+		}
 	}
 	b.TopicTable = newTopicTable(topicTableDeps{
 		dataDir: opts.Node.DataDir, props: props, logger: opts.Logger, now: now, logFS: opts.LogFS, view: view,

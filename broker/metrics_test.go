@@ -24,9 +24,10 @@ func openMetricsBroker(t *testing.T, reg prometheus.Registerer) *Broker {
 	return b
 }
 
-// gaugeValue gathers reg and returns the value of the series of family
-// name whose labels include want, and whether there is one.
-func gaugeValue(t *testing.T, reg prometheus.Gatherer, name string, want map[string]string) (float64, bool) {
+// seriesValue gathers reg and returns the value of the gauge or counter
+// series of family name whose labels include want, and whether there is
+// one.
+func seriesValue(t *testing.T, reg prometheus.Gatherer, name string, want map[string]string) (float64, bool) {
 	t.Helper()
 	families, err := reg.Gather()
 	if err != nil {
@@ -38,6 +39,9 @@ func gaugeValue(t *testing.T, reg prometheus.Gatherer, name string, want map[str
 		}
 		for _, m := range f.GetMetric() {
 			if hasLabels(m, want) {
+				if c := m.GetCounter(); c != nil {
+					return c.GetValue(), true
+				}
 				return m.GetGauge().GetValue(), true
 			}
 		}
@@ -63,7 +67,7 @@ type partitionGauges struct {
 func scrapePartitions(t *testing.T, reg prometheus.Gatherer) partitionGauges {
 	t.Helper()
 	get := func(name string, labels map[string]string) float64 {
-		v, ok := gaugeValue(t, reg, name, labels)
+		v, ok := seriesValue(t, reg, name, labels)
 		if !ok {
 			t.Fatalf("no %s%v series", name, labels)
 		}
@@ -124,7 +128,7 @@ func TestMetricsClusterConfigVersion(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	b := openMetricsBroker(t, reg)
 	version := func() float64 {
-		v, ok := gaugeValue(t, reg, "weir_cluster_config_version", nil)
+		v, ok := seriesValue(t, reg, "weir_cluster_config_version", nil)
 		if !ok {
 			t.Fatal("no weir_cluster_config_version series")
 		}

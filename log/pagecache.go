@@ -40,6 +40,8 @@ type PageCache struct {
 	head   int
 	count  int
 	held   int64
+	// dropped is the bytes of ranges handed to drop, for the metric.
+	dropped int64
 	// due are ranges past the budget, waiting for dropDue, which runs
 	// while dropping.
 	due      []cachedRange
@@ -76,6 +78,7 @@ func (pc *PageCache) written(f *os.File, off, n int64) {
 	for pc.held > pc.budget && pc.count > 0 {
 		r := pc.pop()
 		pc.held -= r.n
+		pc.dropped += r.n
 		pc.due = append(pc.due, r)
 	}
 	if len(pc.due) > 0 && !pc.dropping {
@@ -129,11 +132,20 @@ func mergeRanges(batch []cachedRange) []cachedRange {
 	return out
 }
 
-// Held is how many bytes of appended ranges are counted as cached.
-func (pc *PageCache) Held() int64 {
+// PageCacheStats is what a PageCache counts.
+type PageCacheStats struct {
+	// Held is the bytes of appended ranges counted as cached.
+	Held int64
+	// Dropped is the bytes of appended ranges handed to be dropped from
+	// the page cache since the PageCache was made.
+	Dropped int64
+}
+
+// Stats returns what pc counts now.
+func (pc *PageCache) Stats() PageCacheStats {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	return pc.held
+	return PageCacheStats{Held: pc.held, Dropped: pc.dropped}
 }
 
 func (pc *PageCache) push(r cachedRange) {

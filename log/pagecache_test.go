@@ -88,7 +88,11 @@ func TestPageCacheDropsOldestBeyondBudget(t *testing.T) {
 	if len(ends) != 2 {
 		t.Fatalf("drops from %d files, want both logs'", len(ends))
 	}
-	held := pc.Held()
+	st := pc.Stats()
+	held := st.Held
+	if st.Dropped != total {
+		t.Fatalf("Stats counts %d bytes dropped, the drops made cover %d", st.Dropped, total)
+	}
 	if held > budget+batch {
 		t.Fatalf("held %d bytes after the appends, want at most the budget %d plus the batch %d", held, budget, batch)
 	}
@@ -113,7 +117,7 @@ func TestPageCacheOnlyCountsOSFiles(t *testing.T) {
 	for l.Size() < 4<<20 {
 		mustAppend(t, l, batch)
 	}
-	if got := dropped(); len(got) != 0 || pc.Held() != 0 {
-		t.Fatalf("dropped %v, held %d: want nothing counted for a File that is not an *os.File", got, pc.Held())
+	if got, st := dropped(), pc.Stats(); len(got) != 0 || st != (PageCacheStats{}) {
+		t.Fatalf("dropped %v, counted %+v: want nothing counted for a File that is not an *os.File", got, st)
 	}
 }
