@@ -22,8 +22,31 @@ import (
 )
 
 // idleTimeout is Kafka's connections.max.idle.ms: a connection that sends
-// nothing for this long, or trickles a frame slower than this, is closed.
+// nothing for this long, or trickles a frame slower than this, is closed
+// (up to deadlineSlack later).
 const idleTimeout = 10 * time.Minute
+
+// deadlineSlack is how much later than idleTimeout a connection's read or
+// write deadline may fall. Moving a deadline updates a runtime timer under
+// the poller's lock; renewed only once it is less than idleTimeout ahead,
+// a busy connection pays that about once per slack, not once per request.
+const deadlineSlack = time.Second
+
+// deadline is one direction's deadline of a connection, kept at least
+// idleTimeout ahead of every read or write that renews it first. Each is
+// owned by the goroutine that reads (or writes) the connection.
+type deadline struct{ at time.Time }
+
+// renew returns the deadline to set, idleTimeout + deadlineSlack after
+// now, and true; or false when the one set is at least idleTimeout after
+// now already.
+func (d *deadline) renew(now time.Time) (time.Time, bool) {
+	if d.at.Sub(now) >= idleTimeout {
+		return time.Time{}, false
+	}
+	d.at = now.Add(idleTimeout + deadlineSlack)
+	return d.at, true
+}
 
 // readBufferBytes is a connection's socket read buffer: room for a few
 // small pipelined requests. Bytes in it are read before the request pool
@@ -62,6 +85,9 @@ type clientConn struct {
 	// closeAfterResponse closes the connection once the current
 	// response is written (a failed authentication).
 	closeAfterResponse bool
+	// writeDeadline is the connection's write deadline, renewed before
+	// each response (by the goroutine that writes them).
+	writeDeadline deadline
 	// writing is the pieces of the fetch response being written: a
 	// field, so that writev's consumption of them needs no allocation.
 	writing net.Buffers
@@ -211,8 +237,11 @@ func (c *clientConn) readLoop() {
 	// are read straight into their own buffer.
 	r := bufio.NewReaderSize(c.nc, readBufferBytes)
 	var size [4]byte
+	var readDeadline deadline
 	for {
-		c.nc.SetReadDeadline(time.Now().Add(idleTimeout))
+		if t, ok := readDeadline.renew(time.Now()); ok {
+			c.nc.SetReadDeadline(t)
+		}
 		if _, err := io.ReadFull(r, size[:]); err != nil {
 			// The client closed (or went idle): end what its requests
 			// still wait on — a fetch long poll would otherwise hold the
@@ -467,7 +496,9 @@ func (c *clientConn) write(h requestHeader, resp kmsg.Response, start time.Time,
 	} else {
 		out = resp.AppendTo(out)
 		binary.BigEndian.PutUint32(out, uint32(len(out)-4))
-		c.nc.SetWriteDeadline(time.Now().Add(idleTimeout))
+		if t, ok := c.writeDeadline.renew(time.Now()); ok {
+			c.nc.SetWriteDeadline(t)
+		}
 		var w int
 		w, err = c.nc.Write(out)
 		n = int64(w)
@@ -502,7 +533,9 @@ func (c *clientConn) writeFetch(header []byte, fr *fetchResponse) (int64, error)
 		size += len(p)
 	}
 	binary.BigEndian.PutUint32(c.writing[0], uint32(size-4))
-	c.nc.SetWriteDeadline(time.Now().Add(idleTimeout))
+	if t, ok := c.writeDeadline.renew(time.Now()); ok {
+		c.nc.SetWriteDeadline(t)
+	}
 	if c.tlsWriter == nil {
 		return c.writing.WriteTo(c.nc)
 	}
