@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -167,6 +169,67 @@ func TestPreparedSpareBecomesTheNextSegment(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // what a preparer would need here
 	if st := s.Stats(); st.Segments < 2 || st.PreparedSpares != 0 {
 		t.Errorf("%d segments of %d MiB writes: %d spares prepared, want 0", st.Segments, 2*zeroFillPaysBelow>>20, st.PreparedSpares)
+	}
+}
+
+// A spare's zero fill waits zeroFillPause times each chunk's write after
+// it, so that the WAL's own writes are not queued behind the whole fill,
+// and a store that closes meanwhile stops it at once.
+func TestZeroFillIsPaced(t *testing.T) {
+	const segBytes = 4 * zeroChunk
+	const slowWrite = 5 * time.Millisecond
+	fsys := newFaultFS()
+	fsys.setWriteHook(func(name string) {
+		if strings.HasSuffix(name, spareSuffix) {
+			time.Sleep(slowWrite)
+		}
+	})
+	s, err := Open(testDir, Options{FS: fsys, SegmentBytes: segBytes, PrepareSpares: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var pauses []time.Duration
+	s.fillPause = func(d time.Duration) bool {
+		mu.Lock()
+		pauses = append(pauses, d)
+		mu.Unlock()
+		return true
+	}
+	gs := s.Group("a")
+	var last uint64
+	for s.activeSize() < segBytes/2 {
+		storeRange(t, gs, last+1, last+100, 1)
+		last += 100
+	}
+	waitFor(t, "a prepared spare", func() bool { return s.Stats().PreparedSpares == 1 })
+	mu.Lock()
+	got := slices.Clone(pauses)
+	mu.Unlock()
+	if len(got) != segBytes/zeroChunk {
+		t.Fatalf("%d pauses for a spare of %d chunks", len(got), segBytes/zeroChunk)
+	}
+	for i, d := range got {
+		if d < zeroFillPause*slowWrite {
+			t.Errorf("pause %d after a write of at least %v: %v, want at least %v", i, slowWrite, d, zeroFillPause*slowWrite)
+		}
+	}
+	mustClose(t, s)
+
+	s, err = Open(testDir, Options{FS: newFaultFS(), SegmentBytes: segBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan bool)
+	go func() { stopped <- s.pauseFill(time.Hour) }()
+	mustClose(t, s)
+	select {
+	case ok := <-stopped:
+		if ok {
+			t.Fatal("pauseFill waited out its hour with the store closed")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("pauseFill still waiting 20 s after Close")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -144,6 +145,9 @@ type Store struct {
 	segWrites   int           // writer only: writes to the active segment
 	prepStop    chan struct{} // closed by Close
 	prepStopped chan struct{} // closed when prepareLoop has exited (nil: not started)
+	// fillPause is zeroFill's wait between chunks (pauseFill; a test's
+	// records what it was asked instead).
+	fillPause func(time.Duration) bool
 
 	// ring is the log's newest bytes, which the writer writes
 	// to the file with O_DIRECT and GetLog reads back (direct.go).
@@ -182,6 +186,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		prepWake:    make(chan struct{}, 1),
 		prepStop:    make(chan struct{}),
 	}
+	s.fillPause = s.pauseFill
 	if s.fs == nil {
 		s.fs = log.OSFS{}
 	}
