@@ -496,9 +496,7 @@ func (c *clientConn) write(h requestHeader, resp kmsg.Response, start time.Time,
 	} else {
 		out = resp.AppendTo(out)
 		binary.BigEndian.PutUint32(out, uint32(len(out)-4))
-		if t, ok := c.writeDeadline.renew(time.Now()); ok {
-			c.nc.SetWriteDeadline(t)
-		}
+		c.renewWriteDeadline()
 		var w int
 		w, err = c.nc.Write(out)
 		n = int64(w)
@@ -514,6 +512,14 @@ func (c *clientConn) write(h requestHeader, resp kmsg.Response, start time.Time,
 	api.requests.Inc()
 	api.latency.Observe(time.Since(start).Seconds())
 	return err
+}
+
+// renewWriteDeadline keeps the write deadline at least idleTimeout ahead
+// of the response about to be written.
+func (c *clientConn) renewWriteDeadline() {
+	if t, ok := c.writeDeadline.renew(time.Now()); ok {
+		c.nc.SetWriteDeadline(t)
+	}
 }
 
 // writeFetch writes a fetch response after header as one writev, then
@@ -533,9 +539,7 @@ func (c *clientConn) writeFetch(header []byte, fr *fetchResponse) (int64, error)
 		size += len(p)
 	}
 	binary.BigEndian.PutUint32(c.writing[0], uint32(size-4))
-	if t, ok := c.writeDeadline.renew(time.Now()); ok {
-		c.nc.SetWriteDeadline(t)
-	}
+	c.renewWriteDeadline()
 	if c.tlsWriter == nil {
 		return c.writing.WriteTo(c.nc)
 	}
